@@ -1,0 +1,176 @@
+// Proves the Raft log persists what a Ready hands it and reads back exactly that: appends, suffix truncation,
+// snapshots, compaction, identity, a newer format and corrupt records refused, and nothing acknowledged lost
+// when the process is SIGKILLed.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ClassicLevel } from 'classic-level';
+import { RaftLogStore, type PersistedEntry } from '../../src/raftlog/store.js';
+import { logIndex, nodeId, term } from '../../src/util/brand.js';
+import { StorageError } from '../../src/storage/contract.js';
+
+async function tempDir(t: { after: (fn: () => Promise<void>) => void }): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'stoa-raftlog-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+const entry = (index: number, entryTerm: number, text = `e${index}t${entryTerm}`): PersistedEntry => ({
+  index: logIndex(index),
+  term: term(entryTerm),
+  type: 'normal',
+  data: Buffer.from(text),
+});
+const summary = (entries: readonly PersistedEntry[]) =>
+  entries.map((e) => `${e.index}:${e.term}:${Buffer.from(e.data).toString()}`);
+
+test('entries and hard state survive a reopen; a conflicting suffix is replaced', async (t) => {
+  const dir = await tempDir(t);
+  const { store } = await RaftLogStore.open(dir);
+  await store.save({
+    entries: [1, 2, 3, 4].map((i) => entry(i, 1)),
+    hardState: { term: term(1), vote: nodeId(2), commit: logIndex(2) },
+  });
+  // A new leader in term 2 overwrites from index 3 with a shorter log.
+  await store.save({
+    entries: [entry(3, 2)],
+    hardState: { term: term(2), vote: nodeId(3), commit: logIndex(3) },
+  });
+  await store.close();
+  const reopened = await RaftLogStore.open(dir);
+  t.after(() => reopened.store.close());
+  assert.deepEqual(summary(reopened.loaded.entries), ['1:1:e1t1', '2:1:e2t1', '3:2:e3t2']);
+  assert.deepEqual(reopened.loaded.hardState, { term: 2, vote: 3, commit: 3 });
+  assert.equal(reopened.loaded.snapshot, undefined);
+});
+
+test('a received snapshot replaces the log; later entries follow it', async (t) => {
+  const dir = await tempDir(t);
+  const { store } = await RaftLogStore.open(dir);
+  await store.save({ entries: [1, 2, 3].map((i) => entry(i, 1)) });
+  const confState = { voters: [nodeId(1), nodeId(2), nodeId(3)], learners: [nodeId(4)] };
+  await store.save({
+    snapshot: { metadata: { index: logIndex(10), term: term(3), confState }, data: Buffer.from('state@10') },
+  });
+  await store.save({ entries: [entry(11, 3), entry(12, 3)] });
+  await store.close();
+  const { store: again, loaded } = await RaftLogStore.open(dir);
+  t.after(() => again.close());
+  assert.deepEqual(summary(loaded.entries), ['11:3:e11t3', '12:3:e12t3']);
+  assert.equal(loaded.snapshot?.metadata.index, 10);
+  assert.deepEqual(loaded.snapshot?.metadata.confState, confState);
+  assert.equal(Buffer.from(loaded.snapshot?.data ?? []).toString(), 'state@10');
+});
+
+test('an own snapshot compacts entries up to the given index and keeps the rest', async (t) => {
+  const dir = await tempDir(t);
+  const { store } = await RaftLogStore.open(dir);
+  await store.save({ entries: [1, 2, 3, 4, 5, 6].map((i) => entry(i, 1)) });
+  const confState = { voters: [nodeId(1)], learners: [] };
+  await store.saveOwnSnapshot(
+    { metadata: { index: logIndex(4), term: term(1), confState }, data: Buffer.from('s4') },
+    logIndex(2),
+  );
+  await store.save({ entries: [entry(7, 1)] });
+  await store.close();
+  const { store: again, loaded } = await RaftLogStore.open(dir);
+  t.after(() => again.close());
+  assert.equal(loaded.snapshot?.metadata.index, 4);
+  assert.deepEqual(summary(loaded.entries), ['5:1:e5t1', '6:1:e6t1', '7:1:e7t1']);
+});
+
+test('a second open of a directory in use is refused', async (t) => {
+  const dir = await tempDir(t);
+  const { store } = await RaftLogStore.open(dir);
+  t.after(() => store.close());
+  await assert.rejects(RaftLogStore.open(dir), /lock/i);
+});
+
+test('the identity is kept', async (t) => {
+  const dir = await tempDir(t);
+  const { store } = await RaftLogStore.open(dir);
+  await store.saveIdentity({ clusterId: 'c-1', nodeId: nodeId(7), name: 'node-7' });
+  await store.close();
+  const { store: again, loaded } = await RaftLogStore.open(dir);
+  t.after(() => again.close());
+  assert.deepEqual(loaded.identity, { clusterId: 'c-1', nodeId: 7, name: 'node-7' });
+});
+
+test('a corrupt record and a newer format are refused with the directory named', async (t) => {
+  const dir = await tempDir(t);
+  const { store } = await RaftLogStore.open(dir);
+  await store.save({ entries: [entry(1, 1), entry(2, 1)] });
+  await store.close();
+
+  const db = new ClassicLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+  const key = Buffer.alloc(9);
+  key[0] = 0x65;
+  key.writeBigUInt64BE(2n, 1);
+  const record = (await db.get(key)) as Buffer;
+  record[0] = (record[0] ?? 0) ^ 0xff; // flip a byte of the payload
+  await db.put(key, record);
+  await db.close();
+  await assert.rejects(RaftLogStore.open(dir), (error: unknown) => {
+    assert.ok(error instanceof StorageError);
+    assert.equal(error.code, 'Corrupt');
+    assert.ok(error.message.includes(dir), error.message);
+    return true;
+  });
+
+  const dir2 = await tempDir(t);
+  const db2 = new ClassicLevel<Buffer, Buffer>(dir2, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+  const { Packr } = await import('msgpackr');
+  const { crc32 } = await import('node:zlib');
+  const payload = new Packr({ useRecords: false }).pack({ format: 99 });
+  const formatRecord = Buffer.concat([payload, Buffer.alloc(4)]);
+  formatRecord.writeUInt32BE(crc32(payload), payload.length);
+  await db2.put(Buffer.from('f'), formatRecord);
+  await db2.close();
+  await assert.rejects(RaftLogStore.open(dir2), (error: unknown) => {
+    assert.ok(error instanceof StorageError);
+    assert.equal(error.code, 'UnsupportedFormat');
+    assert.match(error.message, /format 99/);
+    assert.ok(error.message.includes(dir2));
+    return true;
+  });
+});
+
+test('nothing acknowledged is lost when the writer is SIGKILLed', async (t) => {
+  const dir = await tempDir(t);
+  const child = spawn(
+    process.execPath,
+    [fileURLToPath(new URL('./raftlog-child.js', import.meta.url)), dir],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  t.after(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  let acknowledged = 0;
+  let buffered = '';
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString();
+      const lines = buffered.split('\n');
+      buffered = lines.pop() ?? '';
+      for (const line of lines) acknowledged = Number(line);
+      if (acknowledged >= 200 && child.signalCode === null) {
+        child.kill('SIGKILL');
+      }
+    });
+    child.on('exit', (code, signal) =>
+      signal === 'SIGKILL' ? resolve() : reject(new Error(`child exited ${code}`)),
+    );
+  });
+  const { store, loaded } = await RaftLogStore.open(dir);
+  t.after(() => store.close());
+  const last = loaded.entries.at(-1)?.index ?? 0;
+  assert.ok(last >= acknowledged, `acknowledged ${acknowledged} but only ${last} survived`);
+  loaded.entries.forEach((e, i) => assert.equal(Buffer.from(e.data).toString(), `entry-${i + 1}`));
+  assert.ok(loaded.hardState.commit >= acknowledged);
+});
