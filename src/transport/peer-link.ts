@@ -1,0 +1,361 @@
+// One outbound link to one peer: its bounded queue, the connection this node dials, reconnects, and stats.
+//
+// Messages to a peer travel only over the connection this node dialled (inbound connections only receive),
+// so the order of messages from this node to that peer is the order of send(). The link owns its socket and
+// timers; close() ends them all.
+
+import * as tls from 'node:tls';
+import { assert, unreachable } from '../util/assert.js';
+import type { NodeId } from '../util/brand.js';
+import { Backoff } from './backoff.js';
+import {
+  FrameDecoder,
+  fittingPrefix,
+  decodeFramePayload,
+  encodeBatchFrame,
+  encodeControlFrame,
+  messageBytesMax,
+  peerProtocolVersion,
+} from './framing.js';
+import type { Logger, TransportLimits } from './options.js';
+
+export interface PeerStats {
+  readonly url: string;
+  /** The dialled connection is open (handshake done). */
+  readonly connected: boolean;
+  /** Messages handed to the socket (a connection that dies afterwards may still lose them). */
+  readonly messagesSent: number;
+  readonly framesSent: number;
+  readonly bytesSent: number;
+  /** Messages dropped: queue full (in messages or bytes), or a single message larger than a frame. */
+  readonly messagesDropped: number;
+  /** Connections established (handshake done) after the first one. */
+  readonly reconnects: number;
+  /** Dial attempts that failed (refused, TLS error, timeout, refusal by the peer). */
+  readonly connectFailures: number;
+  readonly queueMessages: number;
+  readonly queueBytes: number;
+  /** Messages received from this peer on its inbound connection. */
+  readonly messagesReceived: number;
+  readonly framesReceived: number;
+}
+
+export interface PeerLinkContext {
+  readonly clusterId: string;
+  readonly nodeId: NodeId;
+  readonly incarnation: number;
+  readonly secureContext: tls.SecureContext;
+  readonly limits: TransportLimits;
+  readonly logger: Logger;
+  readonly backoff: Backoff;
+}
+
+type Phase = 'waiting' | 'connecting' | 'open' | 'closed';
+
+export function parsePeerUrl(url: string): { host: string; port: number } {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new Error(`invalid peer URL "${url}"`);
+  }
+  if (parsed.protocol !== 'https:')
+    throw new Error(`peer URL "${url}" must use https (peers talk mutual TLS)`);
+  const port = Number(parsed.port);
+  if (parsed.port === '' || !Number.isInteger(port) || port <= 0) {
+    throw new Error(`peer URL "${url}" needs an explicit port`);
+  }
+  // URL keeps IPv6 hosts in brackets; sockets want them bare.
+  const host = parsed.hostname.replace(/^\[(.*)\]$/, '$1');
+  return { host, port };
+}
+
+export class PeerLink {
+  readonly host: string;
+  readonly port: number;
+
+  private phase: Phase = 'waiting';
+  private socket: tls.TLSSocket | undefined;
+  private socketClosed: Promise<void> = Promise.resolve();
+  /** Bumped for every new socket, so events of an abandoned socket are ignored. */
+  private generation = 0;
+  private blocked = false;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+  private handshakeTimer: NodeJS.Timeout | undefined;
+  private idleTimer: NodeJS.Timeout | undefined;
+  private flushImmediate: NodeJS.Immediate | undefined;
+  private lastError = '';
+  private consecutiveFailures = 0;
+  private everConnected = false;
+  /** Incarnation of the peer process this link's open connection reaches. */
+  private peerIncarnation: number | undefined;
+
+  // invariant: queueBytes is the sum of queue[i].length; queue.length <= queueMessagesMax; queueBytes <= queueBytesMax
+  private queue: Uint8Array[] = [];
+  private queueBytes = 0;
+
+  private messagesSent = 0;
+  private framesSent = 0;
+  private bytesSent = 0;
+  private messagesDropped = 0;
+  private reconnects = 0;
+  private connectFailures = 0;
+  messagesReceived = 0;
+  framesReceived = 0;
+
+  constructor(
+    readonly peerId: NodeId,
+    readonly url: string,
+    private readonly context: PeerLinkContext,
+  ) {
+    const { host, port } = parsePeerUrl(url);
+    this.host = host;
+    this.port = port;
+    this.connect();
+  }
+
+  /** Queues one encoded message; drops and counts it when the queue is full. Never blocks, never throws. */
+  enqueue(encoded: Uint8Array): void {
+    if (this.phase === 'closed') return;
+    const { queueMessagesMax, queueBytesMax, frameBytesMax } = this.context.limits;
+    if (encoded.length > messageBytesMax(frameBytesMax)) {
+      this.messagesDropped += 1;
+      this.context.logger.warn(
+        { peer: this.peerId, messageBytes: encoded.length, frameBytesMax },
+        'peer message larger than the frame limit dropped',
+      );
+      return;
+    }
+    if (this.queue.length >= queueMessagesMax || this.queueBytes + encoded.length > queueBytesMax) {
+      this.messagesDropped += 1;
+      return;
+    }
+    this.queue.push(encoded);
+    this.queueBytes += encoded.length;
+    this.scheduleFlush();
+  }
+
+  stats(): PeerStats {
+    return {
+      url: this.url,
+      connected: this.phase === 'open',
+      messagesSent: this.messagesSent,
+      framesSent: this.framesSent,
+      bytesSent: this.bytesSent,
+      messagesDropped: this.messagesDropped,
+      reconnects: this.reconnects,
+      connectFailures: this.connectFailures,
+      queueMessages: this.queue.length,
+      queueBytes: this.queueBytes,
+      messagesReceived: this.messagesReceived,
+      framesReceived: this.framesReceived,
+    };
+  }
+
+  /**
+   * The peer dialled us with `incarnation`: it is up. A link waiting to redial dials now; a link connected to
+   * an older incarnation of the peer is talking to a dead process (its socket may not know yet), so it redials.
+   */
+  peerSeen(incarnation: number): void {
+    if (this.phase === 'waiting') {
+      clearTimeout(this.reconnectTimer);
+      this.reconnectTimer = undefined;
+      this.connect();
+    } else if (this.phase === 'open' && this.peerIncarnation !== incarnation) {
+      this.fail('peer restarted (new incarnation seen on its inbound connection)');
+    }
+  }
+
+  /** Ends the socket and every timer; resolves once the socket is closed. Queued messages are discarded. */
+  async close(): Promise<void> {
+    if (this.phase !== 'closed') {
+      this.phase = 'closed';
+      clearTimeout(this.reconnectTimer);
+      this.clearConnectionTimers();
+      if (this.flushImmediate !== undefined) clearImmediate(this.flushImmediate);
+      this.flushImmediate = undefined;
+      this.socket?.destroy();
+      this.socket = undefined;
+      this.queue = [];
+      this.queueBytes = 0;
+    }
+    await this.socketClosed;
+  }
+
+  private connect(): void {
+    assert(this.phase === 'waiting' && this.socket === undefined);
+    this.phase = 'connecting';
+    this.generation += 1;
+    const generation = this.generation;
+    const { limits, secureContext } = this.context;
+    const socket = tls.connect({
+      host: this.host,
+      port: this.port,
+      secureContext,
+      minVersion: 'TLSv1.2',
+    });
+    this.socket = socket;
+    this.socketClosed = new Promise((resolve) => socket.once('close', () => resolve()));
+    const live = (): boolean => generation === this.generation && this.phase !== 'closed';
+    socket.setNoDelay(true);
+    this.handshakeTimer = setTimeout(() => {
+      if (live()) this.fail(`handshake not done within ${limits.handshakeTimeoutMs} ms`);
+    }, limits.handshakeTimeoutMs);
+    socket.once('secureConnect', () => {
+      if (!live()) return;
+      socket.write(
+        encodeControlFrame({
+          type: 'hello',
+          protocolVersion: peerProtocolVersion,
+          clusterId: this.context.clusterId,
+          from: this.context.nodeId,
+          to: this.peerId,
+          incarnation: this.context.incarnation,
+        }),
+      );
+    });
+    const decoder = new FrameDecoder(limits.frameBytesMax);
+    socket.on('data', (chunk: Buffer) => {
+      if (!live()) return;
+      this.idleTimer?.refresh();
+      const error = decoder.push(chunk, (payload) => {
+        if (live()) this.onFrame(payload);
+      });
+      if (error !== undefined && live()) this.fail(`protocol error: ${error}`);
+    });
+    socket.on('drain', () => {
+      if (!live()) return;
+      this.blocked = false;
+      this.scheduleFlush();
+    });
+    socket.on('error', (error: Error) => {
+      this.lastError = error.message;
+    });
+    socket.once('close', () => {
+      if (live()) this.fail(this.lastError === '' ? 'connection closed by peer' : this.lastError);
+    });
+  }
+
+  private onFrame(payload: Buffer): void {
+    const decoded = decodeFramePayload(payload);
+    if (!decoded.ok) {
+      this.fail(`protocol error: ${decoded.reason}`);
+      return;
+    }
+    const frame = decoded.frame;
+    switch (frame.type) {
+      case 'welcome':
+        if (this.phase !== 'connecting' || frame.from !== this.peerId) {
+          this.fail(`protocol error: unexpected welcome from node ${frame.from}`);
+          return;
+        }
+        this.onOpen(frame.incarnation);
+        return;
+      case 'refusal':
+        this.context.logger.warn(
+          { peer: this.peerId, url: this.url, reason: frame.reason },
+          'peer refused our connection',
+        );
+        this.lastError = `refused by peer: ${frame.reason}`;
+        this.fail(this.lastError, true);
+        return;
+      case 'keepalive':
+        return;
+      case 'hello':
+      case 'batch':
+        this.fail(`protocol error: unexpected ${frame.type} frame on a dialled connection`);
+        return;
+      default:
+        unreachable(frame);
+    }
+  }
+
+  private onOpen(incarnation: number): void {
+    const { limits, logger, backoff } = this.context;
+    clearTimeout(this.handshakeTimer);
+    this.handshakeTimer = undefined;
+    this.phase = 'open';
+    this.peerIncarnation = incarnation;
+    this.lastError = '';
+    backoff.reset();
+    if (this.everConnected) this.reconnects += 1;
+    this.everConnected = true;
+    logger.info(
+      { peer: this.peerId, url: this.url, failuresBefore: this.consecutiveFailures },
+      'peer connection established',
+    );
+    this.consecutiveFailures = 0;
+    this.idleTimer = setTimeout(() => {
+      if (this.phase === 'open') this.fail(`no data from peer for ${limits.keepaliveTimeoutMs} ms`);
+    }, limits.keepaliveTimeoutMs);
+    this.scheduleFlush();
+  }
+
+  /** Abandons the current connection (attempt) and schedules a redial with backoff. */
+  private fail(reason: string, alreadyLogged = false): void {
+    assert(this.phase === 'connecting' || this.phase === 'open');
+    const wasOpen = this.phase === 'open';
+    this.clearConnectionTimers();
+    this.socket?.destroy();
+    this.socket = undefined;
+    this.blocked = false;
+    this.peerIncarnation = undefined;
+    this.phase = 'waiting';
+    this.generation += 1;
+    if (!wasOpen) this.connectFailures += 1;
+    this.consecutiveFailures += 1;
+    const delayMs = this.context.backoff.nextDelayMs();
+    const fields = { peer: this.peerId, url: this.url, reason, retryInMs: delayMs };
+    // The first failure is worth a warning; a peer that stays down would otherwise log on every attempt.
+    if (alreadyLogged) {
+      // logged by the caller
+    } else if (wasOpen) this.context.logger.warn(fields, 'peer connection lost');
+    else if (this.consecutiveFailures === 1) this.context.logger.warn(fields, 'peer connection failed');
+    else this.context.logger.debug(fields, 'peer connection failed again');
+    this.lastError = '';
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = undefined;
+      if (this.phase === 'waiting') this.connect();
+    }, delayMs);
+  }
+
+  private clearConnectionTimers(): void {
+    clearTimeout(this.handshakeTimer);
+    clearTimeout(this.idleTimer);
+    this.handshakeTimer = undefined;
+    this.idleTimer = undefined;
+  }
+
+  private scheduleFlush(): void {
+    if (
+      this.phase !== 'open' ||
+      this.blocked ||
+      this.flushImmediate !== undefined ||
+      this.queue.length === 0
+    ) {
+      return;
+    }
+    // Deferred to the end of this turn of the event loop: every send() of the turn goes out in one frame.
+    this.flushImmediate = setImmediate(() => {
+      this.flushImmediate = undefined;
+      this.flush();
+    });
+  }
+
+  /** Writes queued messages as frames until the queue is empty or the socket asks us to wait for 'drain'. */
+  private flush(): void {
+    const { frameBytesMax } = this.context.limits;
+    while (this.phase === 'open' && !this.blocked && this.queue.length > 0 && this.socket !== undefined) {
+      // The longest prefix of the queue that fits one frame.
+      const { count, bytes } = fittingPrefix(this.queue, 0, frameBytesMax);
+      const batch = this.queue.splice(0, count);
+      this.queueBytes -= bytes;
+      const frame = encodeBatchFrame(batch);
+      assert(frame.length - 4 <= frameBytesMax, 'batch frame over the limit');
+      this.messagesSent += count;
+      this.framesSent += 1;
+      this.bytesSent += frame.length;
+      if (!this.socket.write(frame)) this.blocked = true;
+    }
+  }
+}
