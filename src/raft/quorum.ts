@@ -1,0 +1,33 @@
+// Majority rules: the commit index of a voter set, and the outcome of an election.
+
+import type { LogIndex, NodeId } from '../util/brand.js';
+import { logIndex } from '../util/brand.js';
+
+export type VoteResult = 'pending' | 'lost' | 'won';
+
+export function majority(voterCount: number): number {
+  return Math.floor(voterCount / 2) + 1;
+}
+
+/** The largest index that a majority of `voters` have (0 for an empty voter set: nothing commits). */
+export function committedIndex(voters: readonly NodeId[], match: (id: NodeId) => LogIndex): LogIndex {
+  if (voters.length === 0) return logIndex(0);
+  const matches = voters.map(match).sort((a, b) => b - a);
+  return matches[majority(voters.length) - 1] ?? logIndex(0);
+}
+
+/** Won with a majority of grants, lost when a majority can no longer be reached, else pending. */
+export function voteResult(voters: readonly NodeId[], votes: ReadonlyMap<NodeId, boolean>): VoteResult {
+  if (voters.length === 0) return 'lost';
+  let granted = 0;
+  let missing = 0;
+  for (const id of voters) {
+    const v = votes.get(id);
+    if (v === undefined) missing++;
+    else if (v) granted++;
+  }
+  const q = majority(voters.length);
+  if (granted >= q) return 'won';
+  if (granted + missing >= q) return 'pending';
+  return 'lost';
+}
