@@ -75,6 +75,11 @@ export interface SaveRequest {
   readonly entries?: readonly PersistedEntry[];
   /** A snapshot received from the leader: it replaces the whole log. */
   readonly snapshot?: PersistedSnapshot;
+  /**
+   * fsync before resolving (default true). A Ready whose only change is the commit index need not be synced:
+   * a commit index lost in a crash is learned again from the leader.
+   */
+  readonly sync?: boolean;
 }
 
 const formatKey = Buffer.from('f');
@@ -272,7 +277,7 @@ export class RaftLogStore {
       await batch.close();
       return;
     }
-    await batch.write({ sync: true });
+    await batch.write({ sync: request.sync ?? true });
     this.lastIndex = lastIndex;
     this.snapshotIndex = snapshotIndex;
   }

@@ -94,6 +94,11 @@ export class WatchHub {
       watcher.cancel(new StorageError('Closed', 'the store is closed'));
   }
 
+  /** Cancels every watcher with `error` (they may resume elsewhere or later); the hub stays open. */
+  cancelAll(error: StorageError): void {
+    for (const watcher of [...this.watchers]) watcher.cancel(error);
+  }
+
   private tick(): void {
     for (const watcher of this.watchers) watcher.progressTick();
   }

@@ -1,0 +1,1017 @@
+// The replicated engine: the storage contract served by a Raft group. Every node applies the committed log, in
+// order, to its own LevelDB MVCC state (src/storage/mvcc), so every node computes the same revisions.
+//
+// The node drives the pure Raft core (src/raft) in one loop, and only this loop touches the core's Ready:
+//   1. persist the Ready's hard state, entries and snapshot (fsynced when the Ready says mustSync);
+//   2. THEN send its messages (a vote or an append acknowledged before it is durable would break Raft);
+//   3. restore a received snapshot, apply committed entries in one MVCC batch (with the applied index in the
+//      same batch, so a crash replays from exactly there), answer the proposals this node made;
+//   4. advance().
+// Writes from any node: a follower's proposal is forwarded by the core to the leader. A write whose fate is
+// unknown when the request times out (lost leader, no quorum) fails with Unavailable, never a false success.
+// Reads: "most recent" (the default) waits for a ReadIndex round (batched across concurrent reads) and for the
+// local apply to reach it, then reads the local MVCC state; serializable reads are local. Watches are served
+// by the local watch hub from applied changes.
+
+import { ClassicLevel } from 'classic-level';
+import { Packr } from 'msgpackr';
+import { mkdir, readdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { randomInt } from 'node:crypto';
+import { assert, unreachable } from '../util/assert.js';
+import {
+  logIndex,
+  term,
+  revision as toRevision,
+  type LogIndex,
+  type NodeId,
+  type Revision,
+} from '../util/brand.js';
+import { systemRandom, type Random } from '../util/clock.js';
+import { limits } from '../util/limits.js';
+import {
+  StorageError,
+  type KVStore,
+  type KeySpan,
+  type RangeOptions,
+  type RangeResult,
+  type StoreStatus,
+  type TxnRequest,
+  type TxnResult,
+  type Watch,
+  type WatchOptions,
+  type WatchResponse,
+} from '../storage/contract.js';
+import { Mvcc, type Db, type RevisionChanges } from '../storage/mvcc/mvcc.js';
+import { WatchHub } from '../storage/watch/hub.js';
+import { checkSpan, checkTxn } from '../storage/validate.js';
+import {
+  MemoryStorage,
+  Raft,
+  NONE,
+  bootstrap,
+  decodeConfChange,
+  type ConfChange,
+  type ConfState,
+  type Entry,
+  type Message,
+  type RaftError,
+  type ReadState,
+  type Ready,
+  type Snapshot,
+  type StateType,
+} from '../raft/index.js';
+import { RaftLogStore, type LoadedLog } from '../raftlog/store.js';
+import { PeerTransport } from '../transport/transport.js';
+import type { Logger, PeerTlsOptions } from '../transport/options.js';
+import { silentLogger } from '../transport/options.js';
+import { decodeCommand, encodeCommand, type Command } from './commands.js';
+import { clusterIdFromToken, nodeIdFromName, type Member } from './ids.js';
+
+export interface ReplicaOptions {
+  readonly name: string;
+  /** The node's directory: the Raft log in `raft/`, the MVCC state in `mvcc/`. */
+  readonly dataDir: string;
+  /** For a new cluster: every initial member (this one included). For a joining node: the current members. */
+  readonly initialCluster: readonly Member[];
+  readonly initialClusterState: 'new' | 'existing';
+  /** Every member of one cluster uses the same token; its hash is the cluster ID checked on every peer link. */
+  readonly clusterToken: string;
+  readonly listenPeer: { readonly host: string; readonly port: number };
+  readonly tls: PeerTlsOptions;
+  /** etcd's --heartbeat-interval (default 100 ms): one Raft tick. */
+  readonly heartbeatIntervalMs?: number;
+  /** etcd's --election-timeout (default 1000 ms). */
+  readonly electionTimeoutMs?: number;
+  /** etcd's --snapshot-count: applied entries between snapshots (default 10,000). */
+  readonly snapshotCount?: number;
+  /** Entries kept in the log behind a snapshot so that slow followers catch up without one (default 5,000). */
+  readonly snapshotCatchUpEntries?: number;
+  /** History kept by automatic compaction, proposed by the leader (default 5 minutes; <= 0 turns it off). */
+  readonly retentionMs?: number;
+  /** How long a write or a linearizable read may wait for the cluster (default 5 s + 2 election timeouts). */
+  readonly requestTimeoutMs?: number;
+  readonly logger?: Logger;
+  readonly random?: Random;
+  /** Idle time after which progress-notify watchers hear the current revision (default 10 minutes, as etcd). */
+  readonly watchProgressIntervalMs?: number;
+  /** Called when the node cannot go on (its disk failed); the default rethrows, ending the process. */
+  readonly onFatal?: (error: unknown) => void;
+}
+
+export interface MemberStatus {
+  readonly id: string;
+  readonly name: string;
+  readonly peerUrl: string;
+  readonly role: 'voter' | 'learner';
+}
+
+export interface ReplicaStatus {
+  readonly name: string;
+  readonly id: string;
+  readonly role: StateType | 'learner' | 'removed';
+  readonly term: number;
+  readonly leader: string | null;
+  readonly commitIndex: number;
+  readonly appliedIndex: number;
+  readonly revision: number;
+  readonly members: readonly MemberStatus[];
+}
+
+interface Waiter<T> {
+  readonly resolve: (value: T) => void;
+  readonly reject: (error: unknown) => void;
+  readonly timer: NodeJS.Timeout;
+}
+
+type Outcome = { readonly result?: TxnResult; readonly error?: Error };
+
+const asError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)));
+
+interface ReadRound {
+  readonly context: string;
+  readonly waiters: Waiter<void>[];
+  index: LogIndex | undefined;
+  askedAtTick: number;
+}
+
+/** Keys of the replica's own records in the MVCC LevelDB (the MVCC uses keys starting with 'm'). */
+const appliedKey = Buffer.from('rA');
+const memberPrefix = Buffer.from('rM');
+const memberKey = (id: NodeId): Buffer => {
+  const key = Buffer.alloc(memberPrefix.length + 4);
+  memberPrefix.copy(key);
+  key.writeUInt32BE(id, memberPrefix.length);
+  return key;
+};
+const packr = new Packr({ useRecords: false, moreTypes: false });
+
+const u64 = (n: number): Buffer => {
+  const b = Buffer.alloc(8);
+  b.writeBigUInt64BE(BigInt(n));
+  return b;
+};
+
+export class ReplicatedStore implements KVStore {
+  readonly selfId: NodeId;
+  readonly name: string;
+  private readonly incarnation = randomInt(1, 2 ** 40);
+  private readonly options: ReplicaOptions;
+  private readonly logger: Logger;
+  private readonly heartbeatIntervalMs: number;
+  private readonly electionTicks: number;
+  private readonly snapshotCount: number;
+  private readonly snapshotCatchUpEntries: number;
+  private readonly requestTimeoutMs: number;
+  private readonly onFatal: (error: unknown) => void;
+
+  private readonly raft: Raft;
+  private hub: WatchHub;
+  private readonly members = new Map<NodeId, Member>();
+  private role: StateType = 'follower';
+  private leader: NodeId;
+  private applied: LogIndex;
+  private snapshotIndex: LogIndex;
+  private ticks = 0;
+
+  private readonly waiters = new Map<string, Waiter<Outcome>>();
+  /** Proposals the core refused for want of a leader: retried on every tick until they time out. */
+  private unsent: { id: string; data: Uint8Array }[] = [];
+  private proposalSeq = 0;
+  private readonly confWaiters: { change: ConfChange; waiter: Waiter<void> }[] = [];
+
+  private readQueue: Waiter<void>[] = [];
+  private readRound: ReadRound | undefined;
+  private readSeq = 0;
+
+  private running: Promise<void> | undefined;
+  private rerun = false;
+  private readonly tickTimer: NodeJS.Timeout;
+  private readonly compactionTimer: NodeJS.Timeout | undefined;
+  private readonly compactionSamples: { timeMs: number; revision: Revision }[] = [];
+  private closed = false;
+  private removed = false;
+  private failed: unknown = undefined;
+
+  private constructor(
+    options: ReplicaOptions,
+    private readonly log: RaftLogStore,
+    private readonly db: Db,
+    private mvcc: Mvcc,
+    private readonly storage: MemoryStorage,
+    private readonly transport: PeerTransport<Message>,
+    applied: LogIndex,
+    snapshotIndex: LogIndex,
+    members: readonly Member[],
+  ) {
+    this.options = options;
+    this.name = options.name;
+    this.selfId = nodeIdFromName(options.name);
+    this.logger = options.logger ?? silentLogger;
+    this.heartbeatIntervalMs = options.heartbeatIntervalMs ?? 100;
+    const electionTimeoutMs = options.electionTimeoutMs ?? 1000;
+    this.electionTicks = Math.max(2, Math.round(electionTimeoutMs / this.heartbeatIntervalMs));
+    this.snapshotCount = options.snapshotCount ?? 10_000;
+    this.snapshotCatchUpEntries = options.snapshotCatchUpEntries ?? 5_000;
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 5_000 + 2 * electionTimeoutMs;
+    this.onFatal =
+      options.onFatal ??
+      ((error) =>
+        setImmediate(() => {
+          throw error;
+        }));
+    for (const member of members) this.members.set(member.id, member);
+    this.hub = this.newHub();
+    this.applied = applied;
+    this.snapshotIndex = snapshotIndex;
+    this.leader = NONE;
+    this.raft = new Raft({
+      id: this.selfId,
+      storage,
+      random: options.random ?? systemRandom,
+      electionTicks: this.electionTicks,
+      heartbeatTicks: 1,
+      applied,
+      trace: (line) => this.logger.debug({ raft: line }, 'raft'),
+    });
+    this.syncPeers(this.raft.confState());
+    transport.onMessage((message) => {
+      if (this.closed || this.removed) return;
+      this.raft.step(message);
+      this.schedule();
+    });
+    this.tickTimer = setInterval(() => this.tick(), this.heartbeatIntervalMs);
+    const retentionMs = options.retentionMs ?? limits.storeHistoryRetentionMs;
+    if (retentionMs > 0) {
+      const sampleMs = Math.max(10, Math.min(60_000, Math.floor(retentionMs / 10)));
+      this.compactionTimer = setInterval(() => this.sampleForCompaction(retentionMs), sampleMs);
+      this.compactionTimer.unref();
+    }
+    this.schedule(); // committed entries not yet applied (after a restart, or the bootstrap entries)
+  }
+
+  /** Opens (or creates) the node's state and joins the cluster. */
+  static async open(options: ReplicaOptions): Promise<ReplicatedStore> {
+    const selfId = nodeIdFromName(options.name);
+    const clusterId = clusterIdFromToken(options.clusterToken);
+    await mkdir(options.dataDir, { recursive: true });
+    const { store: log, loaded: loadedFromDisk } = await RaftLogStore.open(join(options.dataDir, 'raft'));
+    const mvccDir = join(options.dataDir, 'mvcc');
+    const db = new ClassicLevel<Buffer, Buffer>(mvccDir, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+    let transport: PeerTransport<Message> | undefined;
+    try {
+      await db.open();
+      let loaded: LoadedLog = loadedFromDisk;
+      if (loaded.identity !== undefined) {
+        ReplicatedStore.checkIdentity(options, loaded.identity, clusterId, log.dir);
+      } else {
+        loaded = await ReplicatedStore.initialize(options, log, db, selfId, clusterId);
+      }
+      let applied = await ReplicatedStore.readApplied(db);
+      const snapshot = loaded.snapshot;
+      if (snapshot !== undefined && applied < snapshot.metadata.index) {
+        // The MVCC state is behind the last snapshot (a crash while restoring one): restore it again.
+        await ReplicatedStore.restoreState(db, snapshot);
+        applied = snapshot.metadata.index;
+      }
+      const mvcc = await Mvcc.open(db, mvccDir);
+      const storage = new MemoryStorage();
+      if (snapshot !== undefined) storage.applySnapshot(snapshot);
+      storage.append(loaded.entries);
+      storage.setHardState(loaded.hardState);
+      const members = await ReplicatedStore.readMembers(db);
+      transport = await PeerTransport.create<Message>({
+        clusterId,
+        nodeId: selfId,
+        tls: options.tls,
+        listen: options.listenPeer,
+        ...(options.logger !== undefined ? { logger: options.logger } : {}),
+      });
+      const node = new ReplicatedStore(
+        options,
+        log,
+        db,
+        mvcc,
+        storage,
+        transport,
+        applied,
+        snapshot?.metadata.index ?? logIndex(0),
+        members,
+      );
+      if (options.initialClusterState === 'existing') {
+        // A joining node knows the current members from its flags until the leader's log or snapshot arrives.
+        for (const member of options.initialCluster) {
+          if (member.id !== selfId && !node.members.has(member.id)) node.members.set(member.id, member);
+          if (member.id !== selfId) transport.addPeer(member.id, member.peerUrl);
+        }
+      }
+      return node;
+    } catch (error) {
+      await transport?.close();
+      await db.close().catch(() => undefined);
+      await log.close().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** The watch hub reads history from whatever MVCC state is current (it is replaced by a snapshot restore). */
+  private newHub(): WatchHub {
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the getter below has its own `this`
+    const self = this;
+    return new WatchHub(
+      {
+        readChanges: (after, max) => this.mvcc.readChanges(after, max),
+        get compactRevision() {
+          return self.mvcc.compactRevision;
+        },
+      },
+      this.mvcc.revision,
+      this.options.watchProgressIntervalMs !== undefined
+        ? { progressIntervalMs: this.options.watchProgressIntervalMs }
+        : {},
+    );
+  }
+
+  private static checkIdentity(
+    options: ReplicaOptions,
+    identity: { clusterId: string; name: string },
+    clusterId: string,
+    dir: string,
+  ): void {
+    if (identity.name !== options.name) {
+      throw new Error(
+        `${dir} belongs to member "${identity.name}", but this node was started as --name=${options.name}; ` +
+          `start it with --name=${identity.name}, or give it an empty --data-dir`,
+      );
+    }
+    if (identity.clusterId !== clusterId) {
+      throw new Error(
+        `${dir} belongs to cluster ${identity.clusterId}, but --initial-cluster-token="${options.clusterToken}" ` +
+          `names cluster ${clusterId}; use the token the cluster was created with, or an empty --data-dir`,
+      );
+    }
+  }
+
+  /** First start in an empty data dir: bootstrap a new cluster, or prepare to join an existing one. */
+  private static async initialize(
+    options: ReplicaOptions,
+    log: RaftLogStore,
+    db: Db,
+    selfId: NodeId,
+    clusterId: string,
+  ): Promise<LoadedLog> {
+    const self = options.initialCluster.find((m) => m.id === selfId);
+    if (self === undefined) {
+      throw new Error(
+        `--initial-cluster does not name this member (--name=${options.name}); ` +
+          `list it as ${options.name}=https://host:peer-port`,
+      );
+    }
+    let loaded: LoadedLog = {
+      identity: { clusterId, nodeId: selfId, name: options.name },
+      hardState: { term: term(0), vote: NONE, commit: logIndex(0) },
+      snapshot: undefined,
+      entries: [],
+    };
+    if (options.initialClusterState === 'new') {
+      // Every initial member writes the same bootstrap: the voters as committed conf-change entries at term 1,
+      // in ascending id order, and the same member table.
+      const storage = new MemoryStorage();
+      bootstrap(
+        storage,
+        options.initialCluster.map((m) => m.id).sort((a, b) => a - b),
+      );
+      const entries = storage.entries(
+        logIndex(1),
+        logIndex(storage.lastIndex() + 1),
+        Number.MAX_SAFE_INTEGER,
+      );
+      const hardState = storage.initialState().hardState;
+      await db.batch(
+        options.initialCluster.map((m) => ({
+          type: 'put' as const,
+          key: memberKey(m.id),
+          value: packr.pack({ id: m.id, name: m.name, peerUrl: m.peerUrl }),
+        })),
+        { sync: true },
+      );
+      await log.save({ entries, hardState });
+      loaded = { ...loaded, hardState, entries };
+    }
+    await log.saveIdentity({ clusterId, nodeId: selfId, name: options.name });
+    return loaded;
+  }
+
+  private static async readApplied(db: Db): Promise<LogIndex> {
+    const stored = await db.get(appliedKey);
+    return logIndex(stored === undefined ? 0 : Number(stored.readBigUInt64BE(0)));
+  }
+
+  private static async readMembers(db: Db): Promise<Member[]> {
+    const members: Member[] = [];
+    const end = Buffer.from(memberPrefix);
+    end[end.length - 1] = (end[end.length - 1] ?? 0) + 1;
+    for await (const [, value] of db.iterator({ gte: memberPrefix, lt: end })) {
+      const m = packr.unpack(value) as { id: number; name: string; peerUrl: string };
+      members.push({ id: m.id as NodeId, name: m.name, peerUrl: m.peerUrl });
+    }
+    return members;
+  }
+
+  /** Replaces the whole MVCC LevelDB content by a snapshot's (every key, the replica's records included). */
+  private static async restoreState(db: Db, snapshot: { data: Uint8Array }): Promise<void> {
+    const pairs = packr.unpack(snapshot.data) as [Uint8Array, Uint8Array][];
+    await db.clear();
+    const batchPairs = 1000;
+    for (let i = 0; i < pairs.length; i += batchPairs) {
+      const ops = pairs.slice(i, i + batchPairs).map(([key, value]) => ({
+        type: 'put' as const,
+        key: Buffer.from(key),
+        value: Buffer.from(value),
+      }));
+      await db.batch(ops, { sync: i + batchPairs >= pairs.length });
+    }
+  }
+
+  // ---- The storage contract ----------------------------------------------------------------------------
+
+  async range(span: KeySpan, options: RangeOptions = {}): Promise<RangeResult> {
+    this.checkServing();
+    checkSpan(span);
+    if (options.serializable !== true) await this.linearizableBarrier();
+    return this.mvcc.range(span, options);
+  }
+
+  async txn(request: TxnRequest): Promise<TxnResult> {
+    this.checkServing();
+    checkTxn(request);
+    const outcome = await this.proposeCommand((id) => ({ type: 'txn', id, request }));
+    if (outcome.error !== undefined) throw outcome.error;
+    assert(outcome.result !== undefined, 'an applied txn has a result');
+    return outcome.result;
+  }
+
+  watch(span: KeySpan, options: WatchOptions, listener: (response: WatchResponse) => void): Watch {
+    checkSpan(span);
+    return this.hub.watch(span, options, listener);
+  }
+
+  async compact(revision: Revision): Promise<void> {
+    this.checkServing();
+    const outcome = await this.proposeCommand((id) => ({ type: 'compact', id, revision }));
+    if (outcome.error !== undefined) throw outcome.error;
+  }
+
+  async status(): Promise<StoreStatus> {
+    let dbSizeBytes = 0;
+    for (const dir of ['raft', 'mvcc']) {
+      const path = join(this.options.dataDir, dir);
+      for (const name of await readdir(path).catch(() => [] as string[])) {
+        dbSizeBytes += (await stat(join(path, name)).catch(() => ({ size: 0 }))).size;
+      }
+    }
+    return { revision: this.mvcc.revision, compactRevision: this.mvcc.compactRevision, dbSizeBytes };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.tickTimer);
+    if (this.compactionTimer !== undefined) clearInterval(this.compactionTimer);
+    const closedError = new StorageError('Closed', 'the store is closed');
+    for (const [id, waiter] of this.waiters) {
+      clearTimeout(waiter.timer);
+      waiter.reject(closedError);
+      this.waiters.delete(id);
+    }
+    this.failReads(closedError);
+    for (const { waiter } of this.confWaiters.splice(0)) {
+      clearTimeout(waiter.timer);
+      waiter.reject(closedError);
+    }
+    await this.running;
+    await this.transport.close();
+    this.hub.close();
+    await this.log.close();
+    await this.db.close();
+  }
+
+  // ---- Cluster administration ----------------------------------------------------------------------------
+
+  replicaStatus(): ReplicaStatus {
+    const status = this.raft.status();
+    const confState = status.confState;
+    const members: MemberStatus[] = [...confState.voters, ...confState.learners].map((id) => {
+      const member = this.members.get(id);
+      return {
+        id: id.toString(16),
+        name: member?.name ?? '',
+        peerUrl: member?.peerUrl ?? '',
+        role: confState.learners.includes(id) ? 'learner' : 'voter',
+      };
+    });
+    const isLearner = confState.learners.includes(this.selfId);
+    return {
+      name: this.name,
+      id: this.selfId.toString(16),
+      role: this.removed ? 'removed' : isLearner ? 'learner' : status.state,
+      term: status.term,
+      leader: status.lead === 0 ? null : (this.members.get(status.lead)?.name ?? status.lead.toString(16)),
+      commitIndex: status.commit,
+      appliedIndex: this.applied,
+      revision: this.mvcc.revision,
+      members,
+    };
+  }
+
+  /** Adds a member as a learner (it catches up, then `promoteMember` makes it a voter). */
+  async addMember(name: string, peerUrl: string): Promise<Member> {
+    this.checkServing();
+    const id = nodeIdFromName(name);
+    const existing = this.members.get(id);
+    if (existing !== undefined && this.isMember(id)) {
+      throw new StorageError(
+        'InvalidArgument',
+        `member ${name} (${id.toString(16)}) is already in the cluster`,
+      );
+    }
+    const member: Member = { id, name, peerUrl };
+    const outcome = await this.proposeCommand((commandId) => ({
+      type: 'member',
+      id: commandId,
+      member: { id, name, peerUrl },
+    }));
+    if (outcome.error !== undefined) throw outcome.error;
+    await this.changeMembership({ type: 'addLearner', nodeId: id });
+    return member;
+  }
+
+  async promoteMember(id: NodeId): Promise<void> {
+    this.checkServing();
+    await this.changeMembership({ type: 'addVoter', nodeId: id });
+  }
+
+  async removeMember(id: NodeId): Promise<void> {
+    this.checkServing();
+    await this.changeMembership({ type: 'removeNode', nodeId: id });
+  }
+
+  /** Asks the leader (this node) to hand leadership to `to`; resolves once `to` leads or the attempt fails. */
+  async transferLeadership(to: NodeId): Promise<void> {
+    this.checkServing();
+    const error = this.raft.transferLeader(to);
+    if (error !== null) throw this.raftErrorToStorage(error, 'leadership transfer');
+    this.schedule();
+    const deadline = Date.now() + this.electionTicks * this.heartbeatIntervalMs * 2;
+    while (Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, this.heartbeatIntervalMs));
+      if (this.raft.status().lead === to) return;
+    }
+    throw new StorageError('Unavailable', `leadership did not move to ${to.toString(16)} in time`);
+  }
+
+  memberByName(name: string): Member | undefined {
+    return [...this.members.values()].find((m) => m.name === name);
+  }
+
+  private isMember(id: NodeId): boolean {
+    const { voters, learners } = this.raft.confState();
+    return voters.includes(id) || learners.includes(id);
+  }
+
+  private changeMembership(change: ConfChange): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const error = this.raft.proposeConfChange(change);
+      if (error !== null) {
+        reject(this.raftErrorToStorage(error, 'membership change'));
+        return;
+      }
+      const timer = setTimeout(() => {
+        const at = this.confWaiters.findIndex((w) => w.waiter.timer === timer);
+        if (at >= 0) this.confWaiters.splice(at, 1);
+        reject(
+          new StorageError('Unavailable', 'membership change timed out; it may or may not have been applied'),
+        );
+      }, this.requestTimeoutMs);
+      this.confWaiters.push({ change, waiter: { resolve, reject, timer } });
+      this.schedule();
+    });
+  }
+
+  private raftErrorToStorage(error: RaftError, what: string): StorageError {
+    switch (error) {
+      case 'ProposalDropped':
+        return new StorageError('Unavailable', `${what}: no leader is known, or this node is not the leader`);
+      case 'LeaderTransferInProgress':
+        return new StorageError('Unavailable', `${what}: a leadership transfer is in progress; retry`);
+      case 'UncommittedSizeExceeded':
+        return new StorageError('Unavailable', `${what}: too many uncommitted entries; retry`);
+      case 'ConfChangePending':
+        return new StorageError(
+          'Unavailable',
+          `${what}: another membership change is not applied yet; retry`,
+        );
+      case 'LearnerNotCaughtUp':
+        return new StorageError(
+          'InvalidArgument',
+          `${what}: the learner has not caught up with the leader yet`,
+        );
+      case 'InvalidConfChange':
+        return new StorageError('InvalidArgument', `${what}: not valid for the current membership`);
+      default:
+        return unreachable(error);
+    }
+  }
+
+  // ---- Proposals -----------------------------------------------------------------------------------------
+
+  private proposeCommand(make: (id: string) => Command): Promise<Outcome> {
+    const id = `${this.selfId.toString(36)}.${this.incarnation.toString(36)}.${(++this.proposalSeq).toString(36)}`;
+    const data = encodeCommand(make(id));
+    return new Promise<Outcome>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiters.delete(id);
+        reject(
+          new StorageError(
+            'Unavailable',
+            `request timed out after ${this.requestTimeoutMs} ms (no leader or no quorum); ` +
+              `the write may or may not have been applied`,
+          ),
+        );
+      }, this.requestTimeoutMs);
+      this.waiters.set(id, { resolve, reject, timer });
+      this.submit(id, data);
+    });
+  }
+
+  private submit(id: string, data: Uint8Array): void {
+    const error = this.raft.propose(data);
+    if (error === null) {
+      this.schedule();
+      return;
+    }
+    // Not handed to any leader: safe to try again on the next tick, until the request times out.
+    this.unsent.push({ id, data });
+  }
+
+  // ---- Linearizable reads (ReadIndex, batched) -----------------------------------------------------------
+
+  private linearizableBarrier(): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const waiter: Waiter<void> = {
+        resolve,
+        reject,
+        timer: setTimeout(() => {
+          this.readQueue = this.readQueue.filter((w) => w !== waiter);
+          reject(
+            new StorageError(
+              'Unavailable',
+              `linearizable read timed out after ${this.requestTimeoutMs} ms (no quorum)`,
+            ),
+          );
+        }, this.requestTimeoutMs),
+      };
+      this.readQueue.push(waiter);
+      this.startReadRound();
+    });
+  }
+
+  private startReadRound(): void {
+    if (this.readRound !== undefined || this.readQueue.length === 0) return;
+    this.readRound = {
+      context: `${this.selfId.toString(36)}.${this.incarnation.toString(36)}.r${++this.readSeq}`,
+      waiters: this.readQueue,
+      index: undefined,
+      askedAtTick: this.ticks,
+    };
+    this.readQueue = [];
+    this.askReadIndex();
+  }
+
+  private askReadIndex(): void {
+    const round = this.readRound;
+    if (round === undefined) return;
+    round.askedAtTick = this.ticks;
+    this.raft.readIndex(round.context); // an error (no leader) is retried from tick()
+    this.schedule();
+  }
+
+  private onReadState(readState: ReadState): void {
+    const round = this.readRound;
+    if (round === undefined || round.context !== readState.context || round.index !== undefined) return;
+    round.index = readState.index;
+    this.completeReads();
+  }
+
+  private completeReads(): void {
+    const round = this.readRound;
+    if (round === undefined || round.index === undefined || this.applied < round.index) return;
+    this.readRound = undefined;
+    for (const waiter of round.waiters) {
+      clearTimeout(waiter.timer);
+      waiter.resolve();
+    }
+    this.startReadRound();
+  }
+
+  private failReads(error: unknown): void {
+    const waiters = [...(this.readRound?.waiters ?? []), ...this.readQueue];
+    this.readRound = undefined;
+    this.readQueue = [];
+    for (const waiter of waiters) {
+      clearTimeout(waiter.timer);
+      waiter.reject(error);
+    }
+  }
+
+  // ---- The Ready loop ------------------------------------------------------------------------------------
+
+  private tick(): void {
+    if (this.closed || this.removed || this.failed !== undefined) return;
+    this.ticks++;
+    this.raft.tick();
+    const retry = this.unsent;
+    this.unsent = [];
+    for (const { id, data } of retry) if (this.waiters.has(id)) this.submit(id, data);
+    const round = this.readRound;
+    if (
+      round !== undefined &&
+      round.index === undefined &&
+      this.ticks - round.askedAtTick >= this.electionTicks
+    ) {
+      this.askReadIndex(); // the leader may have changed and dropped the request
+    }
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.closed || this.failed !== undefined) return;
+    if (this.running !== undefined) {
+      this.rerun = true;
+      return;
+    }
+    this.running = this.drain()
+      .catch((error: unknown) => this.fail(error))
+      .finally(() => {
+        this.running = undefined;
+        if (this.rerun) {
+          this.rerun = false;
+          this.schedule();
+        }
+      });
+  }
+
+  private async drain(): Promise<void> {
+    while (!this.closed && this.failed === undefined) {
+      if (this.raft.hasReady()) {
+        const ready = this.raft.ready();
+        await this.handleReady(ready);
+        this.raft.advance();
+      } else if (this.mvcc.compactionPending) {
+        const batch = this.mvcc.begin();
+        await this.mvcc.compactStep(batch, 1000);
+        await this.db.batch(batch.finish(), { sync: false });
+        this.mvcc.committed(batch);
+      } else {
+        return;
+      }
+    }
+  }
+
+  private async handleReady(ready: Ready): Promise<void> {
+    if (ready.softState !== undefined) {
+      if (ready.softState.state !== this.role || ready.softState.lead !== this.leader) {
+        this.logger.info(
+          {
+            role: ready.softState.state,
+            leader: ready.softState.lead.toString(16),
+            term: this.raft.status().term,
+          },
+          'raft role changed',
+        );
+      }
+      this.role = ready.softState.state;
+      this.leader = ready.softState.lead;
+    }
+    if (ready.snapshot !== undefined || ready.entries.length > 0 || ready.hardState !== undefined) {
+      await this.log.save({
+        ...(ready.hardState !== undefined ? { hardState: ready.hardState } : {}),
+        ...(ready.entries.length > 0 ? { entries: ready.entries } : {}),
+        ...(ready.snapshot !== undefined ? { snapshot: ready.snapshot } : {}),
+        sync: ready.mustSync,
+      });
+      if (ready.snapshot !== undefined) this.storage.applySnapshot(ready.snapshot);
+      if (ready.entries.length > 0) this.storage.append(ready.entries);
+      if (ready.hardState !== undefined) this.storage.setHardState(ready.hardState);
+    }
+    // Only now that they are durable may the messages that depend on them go out.
+    if (ready.messages.length > 0) this.transport.send(ready.messages);
+    if (ready.snapshot !== undefined) await this.restoreSnapshot(ready.snapshot);
+    if (ready.committedEntries.length > 0) await this.applyEntries(ready.committedEntries);
+    for (const readState of ready.readStates) this.onReadState(readState);
+    await this.maybeSnapshot();
+  }
+
+  private async applyEntries(entries: readonly Entry[]): Promise<void> {
+    const batch = this.mvcc.begin();
+    const changes: RevisionChanges[] = [];
+    const outcomes: { id: string; outcome: Outcome }[] = [];
+    const confChanges: ConfChange[] = [];
+    let confState: ConfState | undefined;
+    for (const entry of entries) {
+      if (entry.index <= this.applied) continue;
+      if (entry.type === 'confChange') {
+        const change = decodeConfChange(entry.data);
+        confState = this.raft.applyConfChange(change);
+        confChanges.push(change);
+        if (change.type === 'removeNode') batch.ops.push({ type: 'del', key: memberKey(change.nodeId) });
+        continue;
+      }
+      if (entry.data.length === 0) continue; // a new leader's empty entry
+      const command = decodeCommand(entry.data);
+      switch (command.type) {
+        case 'txn':
+          try {
+            const { result, events } = await this.mvcc.applyTxn(batch, command.request);
+            if (events.length > 0) changes.push({ revision: result.header.revision, events });
+            outcomes.push({ id: command.id, outcome: { result } });
+          } catch (error) {
+            outcomes.push({ id: command.id, outcome: { error: asError(error) } });
+          }
+          break;
+        case 'compact':
+          try {
+            this.mvcc.compact(batch, command.revision);
+            outcomes.push({ id: command.id, outcome: {} });
+          } catch (error) {
+            outcomes.push({ id: command.id, outcome: { error: asError(error) } });
+          }
+          break;
+        case 'member': {
+          const member: Member = {
+            id: command.member.id as NodeId,
+            name: command.member.name,
+            peerUrl: command.member.peerUrl,
+          };
+          batch.ops.push({
+            type: 'put',
+            key: memberKey(member.id),
+            value: packr.pack({ ...command.member }),
+          });
+          this.members.set(member.id, member);
+          outcomes.push({ id: command.id, outcome: {} });
+          break;
+        }
+        default:
+          unreachable(command);
+      }
+    }
+    const last = entries[entries.length - 1];
+    assert(last !== undefined, 'applyEntries needs entries');
+    if (last.index <= this.applied) return;
+    batch.ops.push({ type: 'put', key: appliedKey, value: u64(last.index) });
+    // Not synced: the Raft log is, and a crash replays from the applied index written in this same batch.
+    await this.db.batch(batch.finish(), { sync: false });
+    this.mvcc.committed(batch);
+    this.applied = last.index;
+    this.hub.publish(changes, this.mvcc.revision);
+    for (const { id, outcome } of outcomes) {
+      const waiter = this.waiters.get(id);
+      if (waiter === undefined) continue; // proposed by another node, or already timed out
+      this.waiters.delete(id);
+      clearTimeout(waiter.timer);
+      waiter.resolve(outcome);
+    }
+    for (const change of confChanges) {
+      for (let i = this.confWaiters.length - 1; i >= 0; i--) {
+        const pending = this.confWaiters[i];
+        if (
+          pending !== undefined &&
+          pending.change.type === change.type &&
+          pending.change.nodeId === change.nodeId
+        ) {
+          this.confWaiters.splice(i, 1);
+          clearTimeout(pending.waiter.timer);
+          pending.waiter.resolve();
+        }
+      }
+      if (change.type === 'removeNode' && change.nodeId === this.selfId) this.onRemoved();
+      if (change.type === 'removeNode') this.members.delete(change.nodeId);
+    }
+    if (confState !== undefined) this.syncPeers(confState);
+    this.completeReads();
+  }
+
+  /** The transport's peers follow the membership: every voter and learner but this node. */
+  private syncPeers(confState: ConfState): void {
+    const wanted = new Set([...confState.voters, ...confState.learners].filter((id) => id !== this.selfId));
+    for (const [id] of this.transport.peers()) {
+      if (!wanted.has(id) && !this.isJoiningContact(id)) this.transport.removePeer(id);
+    }
+    for (const id of wanted) {
+      const member = this.members.get(id);
+      if (member === undefined) continue;
+      if (this.transport.peers().get(id) !== member.peerUrl) {
+        if (this.transport.peers().has(id)) this.transport.removePeer(id);
+        this.transport.addPeer(id, member.peerUrl);
+      }
+    }
+  }
+
+  /** While a joining node has no membership yet, it keeps talking to the members its flags named. */
+  private isJoiningContact(id: NodeId): boolean {
+    const { voters } = this.raft.confState();
+    return voters.length === 0 && this.options.initialCluster.some((m) => m.id === id);
+  }
+
+  private onRemoved(): void {
+    this.removed = true;
+    this.logger.warn({ name: this.name }, 'this member was removed from the cluster; it stops serving');
+    const error = new StorageError('Unavailable', `member ${this.name} has been removed from the cluster`);
+    for (const [id, waiter] of this.waiters) {
+      clearTimeout(waiter.timer);
+      waiter.reject(error);
+      this.waiters.delete(id);
+    }
+    this.failReads(error);
+  }
+
+  private async restoreSnapshot(snapshot: Snapshot): Promise<void> {
+    await ReplicatedStore.restoreState(this.db, snapshot);
+    this.mvcc = await Mvcc.open(this.db, join(this.options.dataDir, 'mvcc'));
+    this.members.clear();
+    for (const member of await ReplicatedStore.readMembers(this.db)) this.members.set(member.id, member);
+    this.applied = snapshot.metadata.index;
+    this.snapshotIndex = snapshot.metadata.index;
+    this.syncPeers(snapshot.metadata.confState);
+    // Watchers cannot be told the changes the snapshot skipped one by one from here; they resume from their
+    // last revision against the restored history (which the snapshot carries).
+    this.hub.cancelAll(
+      new StorageError(
+        'WatchOverflow',
+        'this node restored a snapshot from the leader; resume from the last revision',
+      ),
+    );
+    this.hub.close();
+    this.hub = this.newHub();
+    this.logger.info({ index: snapshot.metadata.index, revision: this.mvcc.revision }, 'restored a snapshot');
+  }
+
+  private async maybeSnapshot(): Promise<void> {
+    if (this.applied - this.snapshotIndex < this.snapshotCount) return;
+    const data = await this.encodeState();
+    const snapshot = this.storage.createSnapshot(this.applied, this.raft.confState(), data);
+    if (typeof snapshot === 'string') return; // out of date: a newer snapshot arrived meanwhile
+    // The MVCC state the snapshot describes must outlive a crash before the log entries it replaces are gone.
+    await this.db.put(appliedKey, u64(this.applied), { sync: true });
+    const compactTo = logIndex(Math.max(this.snapshotIndex, this.applied - this.snapshotCatchUpEntries));
+    await this.log.saveOwnSnapshot(snapshot, compactTo);
+    if (compactTo > this.storage.firstIndex() - 1) this.storage.compact(compactTo);
+    this.snapshotIndex = this.applied;
+    this.logger.info({ index: this.applied, bytes: data.length }, 'took a snapshot');
+  }
+
+  /** Every key of the MVCC LevelDB (history and the replica's records), as one msgpack array of pairs. */
+  private async encodeState(): Promise<Uint8Array> {
+    const pairs: [Buffer, Buffer][] = [];
+    for await (const [key, value] of this.db.iterator()) pairs.push([key, value]);
+    return packr.pack(pairs);
+  }
+
+  private sampleForCompaction(retentionMs: number): void {
+    if (this.closed || this.removed) return;
+    const nowMs = performance.now();
+    this.compactionSamples.push({ timeMs: nowMs, revision: this.mvcc.revision });
+    let target: Revision | undefined;
+    while (
+      this.compactionSamples.length > 0 &&
+      (this.compactionSamples[0]?.timeMs ?? nowMs) <= nowMs - retentionMs
+    ) {
+      target = this.compactionSamples.shift()?.revision;
+    }
+    // Only the leader proposes, so the cluster compacts once; every node applies it at the same point.
+    if (this.role !== 'leader' || target === undefined || target <= this.mvcc.compactRevision) return;
+    this.compact(toRevision(target)).catch(() => undefined); // already compacted further, or lost leadership
+  }
+
+  private checkServing(): void {
+    if (this.closed) throw new StorageError('Closed', 'the store is closed');
+    if (this.removed)
+      throw new StorageError('Unavailable', `member ${this.name} has been removed from the cluster`);
+    if (this.failed !== undefined)
+      throw new StorageError('Unavailable', `member ${this.name} failed: ${asError(this.failed).message}`);
+  }
+
+  private fail(error: unknown): void {
+    this.failed = error;
+    this.logger.error({ error: String(error) }, 'the replica cannot go on');
+    const failure = new StorageError('Unavailable', `member ${this.name} failed: ${asError(error).message}`);
+    for (const [id, waiter] of this.waiters) {
+      clearTimeout(waiter.timer);
+      waiter.reject(failure);
+      this.waiters.delete(id);
+    }
+    this.failReads(failure);
+    this.onFatal(error);
+  }
+}
