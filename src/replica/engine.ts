@@ -114,6 +114,10 @@ export interface ReplicaStatus {
   readonly leader: string | null;
   readonly commitIndex: number;
   readonly appliedIndex: number;
+  /** The index of the latest snapshot this node holds (taken or received). */
+  readonly snapshotIndex: number;
+  /** Snapshots received from a leader and restored since this process started. */
+  readonly snapshotsRestored: number;
   readonly revision: number;
   readonly members: readonly MemberStatus[];
 }
@@ -173,6 +177,7 @@ export class ReplicatedStore implements KVStore {
   private applied: LogIndex;
   private snapshotIndex: LogIndex;
   private ticks = 0;
+  private snapshotsRestored = 0;
 
   private readonly waiters = new Map<string, Waiter<Outcome>>();
   /** Proposals the core refused for want of a leader: retried on every tick until they time out. */
@@ -231,7 +236,8 @@ export class ReplicatedStore implements KVStore {
       random: options.random ?? systemRandom,
       electionTicks: this.electionTicks,
       heartbeatTicks: 1,
-      applied,
+      // Not the MVCC's applied index: the core rebuilds its membership from the snapshot and the conf changes
+      // after it, so those are handed out again and re-applied to the core (the MVCC skips what it has).
       trace: (line) => this.logger.debug({ raft: line }, 'raft'),
     });
     this.syncPeers(this.raft.confState());
@@ -519,6 +525,8 @@ export class ReplicatedStore implements KVStore {
       leader: status.lead === 0 ? null : (this.members.get(status.lead)?.name ?? status.lead.toString(16)),
       commitIndex: status.commit,
       appliedIndex: this.applied,
+      snapshotIndex: this.snapshotIndex,
+      snapshotsRestored: this.snapshotsRestored,
       revision: this.mvcc.revision,
       members,
     };
@@ -579,22 +587,37 @@ export class ReplicatedStore implements KVStore {
     return voters.includes(id) || learners.includes(id);
   }
 
-  private changeMembership(change: ConfChange): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
+  /**
+   * Proposes a membership change and resolves once it is applied here. While another change is pending, or
+   * no leader is known, it tries again every tick until the request timeout.
+   */
+  private async changeMembership(change: ConfChange): Promise<void> {
+    const deadline = Date.now() + this.requestTimeoutMs;
+    for (;;) {
+      this.checkServing();
       const error = this.raft.proposeConfChange(change);
-      if (error !== null) {
-        reject(this.raftErrorToStorage(error, 'membership change'));
-        return;
-      }
-      const timer = setTimeout(() => {
-        const at = this.confWaiters.findIndex((w) => w.waiter.timer === timer);
-        if (at >= 0) this.confWaiters.splice(at, 1);
-        reject(
-          new StorageError('Unavailable', 'membership change timed out; it may or may not have been applied'),
-        );
-      }, this.requestTimeoutMs);
+      if (error === null) break;
+      const retryable =
+        error === 'ConfChangePending' || error === 'ProposalDropped' || error === 'LeaderTransferInProgress';
+      if (!retryable || Date.now() >= deadline) throw this.raftErrorToStorage(error, 'membership change');
+      await new Promise((resolve) => setTimeout(resolve, this.heartbeatIntervalMs));
+    }
+    this.schedule();
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(
+        () => {
+          const at = this.confWaiters.findIndex((w) => w.waiter.timer === timer);
+          if (at >= 0) this.confWaiters.splice(at, 1);
+          reject(
+            new StorageError(
+              'Unavailable',
+              'membership change timed out; it may or may not have been applied',
+            ),
+          );
+        },
+        Math.max(1, deadline - Date.now()),
+      );
       this.confWaiters.push({ change, waiter: { resolve, reject, timer } });
-      this.schedule();
     });
   }
 
@@ -819,14 +842,16 @@ export class ReplicatedStore implements KVStore {
     const confChanges: ConfChange[] = [];
     let confState: ConfState | undefined;
     for (const entry of entries) {
-      if (entry.index <= this.applied) continue;
       if (entry.type === 'confChange') {
         const change = decodeConfChange(entry.data);
         confState = this.raft.applyConfChange(change);
         confChanges.push(change);
-        if (change.type === 'removeNode') batch.ops.push({ type: 'del', key: memberKey(change.nodeId) });
+        if (change.type === 'removeNode' && entry.index > this.applied) {
+          batch.ops.push({ type: 'del', key: memberKey(change.nodeId) });
+        }
         continue;
       }
+      if (entry.index <= this.applied) continue; // in the MVCC state already (replayed after a restart)
       if (entry.data.length === 0) continue; // a new leader's empty entry
       const command = decodeCommand(entry.data);
       switch (command.type) {
@@ -868,7 +893,10 @@ export class ReplicatedStore implements KVStore {
     }
     const last = entries[entries.length - 1];
     assert(last !== undefined, 'applyEntries needs entries');
-    if (last.index <= this.applied) return;
+    if (last.index <= this.applied) {
+      if (confState !== undefined) this.syncPeers(confState);
+      return;
+    }
     batch.ops.push({ type: 'put', key: appliedKey, value: u64(last.index) });
     // Not synced: the Raft log is, and a crash replays from the applied index written in this same batch.
     await this.db.batch(batch.finish(), { sync: false });
@@ -943,6 +971,7 @@ export class ReplicatedStore implements KVStore {
     for (const member of await ReplicatedStore.readMembers(this.db)) this.members.set(member.id, member);
     this.applied = snapshot.metadata.index;
     this.snapshotIndex = snapshot.metadata.index;
+    this.snapshotsRestored++;
     this.syncPeers(snapshot.metadata.confState);
     // Watchers cannot be told the changes the snapshot skipped one by one from here; they resume from their
     // last revision against the restored history (which the snapshot carries).
