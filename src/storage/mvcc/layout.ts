@@ -1,0 +1,135 @@
+// The MVCC key layout in LevelDB and the checksummed record codec.
+//
+// Every MVCC key starts with the byte 'm' (0x6d); other owners of the same LevelDB (the replicated engine's
+// applied index, the Raft log) MUST use keys with another first byte. Below 'm':
+//   'mM'                                   the meta record: format version, revision, compaction state
+//   'mK' + utf8(key)                       the latest state of each live key (fast current reads)
+//   'mH' + esc(utf8(key)) + 00 01 + rev8   one record per change of the key (put or tombstone), by revision
+//   'mR' + rev8                            the change log: the keys changed at a revision, for watch catch-up
+// esc() doubles every 0x00 byte as 00 ff, so 00 01 ends the key unambiguously and the byte order of escaped
+// keys is the byte order of the keys: every record of one key is contiguous, keys in order, revisions in order.
+// rev8 is the revision as 8 bytes big-endian, so revisions sort numerically.
+//
+// Every value is [crc32 (4 bytes, big-endian) of key bytes + body][msgpack body]: a record moved under another
+// key or damaged on disk fails its check on read.
+
+import { pack, unpack } from 'msgpackr';
+import { StorageError } from '../contract.js';
+
+export const metaKey = Buffer.from('mM', 'latin1');
+export const latestPrefix = Buffer.from('mK', 'latin1');
+export const historyPrefix = Buffer.from('mH', 'latin1');
+export const changePrefix = Buffer.from('mR', 'latin1');
+const keyTerminator = Buffer.from([0x00, 0x01]);
+
+const crcTable = (() => {
+  const table = new Uint32Array(256);
+  for (let n = 0; n < 256; n++) {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    table[n] = c >>> 0;
+  }
+  return table;
+})();
+
+function crc32(parts: readonly Uint8Array[]): number {
+  let crc = 0xffffffff;
+  for (const bytes of parts) {
+    for (let i = 0; i < bytes.length; i++) {
+      crc = (crcTable[(crc ^ bytes[i]!) & 0xff]! ^ (crc >>> 8)) >>> 0;
+    }
+  }
+  return (crc ^ 0xffffffff) >>> 0;
+}
+
+/** Encodes a record body under its key: checksum first, then the msgpack body. */
+export function encodeRecord(key: Uint8Array, body: unknown): Buffer {
+  const packed = pack(body);
+  const out = Buffer.allocUnsafe(4 + packed.length);
+  out.writeUInt32BE(crc32([key, packed]), 0);
+  packed.copy(out, 4);
+  return out;
+}
+
+/** Decodes and checks a record; a bad checksum or body fails with Corrupt naming the data dir and key. */
+export function decodeRecord(key: Uint8Array, value: Buffer, dataDir: string): unknown {
+  const corrupt = (why: string): StorageError =>
+    new StorageError(
+      'Corrupt',
+      `corrupt record in LevelDB data dir ${dataDir}: key ${Buffer.from(key).toString('hex')}: ${why}`,
+    );
+  if (value.length < 5) throw corrupt('record too short');
+  const body = value.subarray(4);
+  if (value.readUInt32BE(0) !== crc32([key, body])) throw corrupt('checksum mismatch');
+  try {
+    return unpack(body);
+  } catch (error) {
+    throw corrupt(`undecodable body (${String(error)})`);
+  }
+}
+
+export function revisionBytes(revision: number): Buffer {
+  const out = Buffer.allocUnsafe(8);
+  out.writeUInt32BE(Math.floor(revision / 0x1_0000_0000), 0);
+  out.writeUInt32BE(revision >>> 0, 4);
+  return out;
+}
+
+export function readRevisionBytes(bytes: Buffer, offset: number): number {
+  return bytes.readUInt32BE(offset) * 0x1_0000_0000 + bytes.readUInt32BE(offset + 4);
+}
+
+function escapeKey(key: Buffer): Buffer {
+  if (!key.includes(0)) return key;
+  const out: number[] = [];
+  for (const byte of key) {
+    out.push(byte);
+    if (byte === 0) out.push(0xff);
+  }
+  return Buffer.from(out);
+}
+
+function unescapeKey(escaped: Buffer): Buffer {
+  if (!escaped.includes(0)) return escaped;
+  const out: number[] = [];
+  for (let i = 0; i < escaped.length; i++) {
+    const byte = escaped[i]!;
+    out.push(byte);
+    if (byte === 0) i++; // skip the 0xff that doubles it
+  }
+  return Buffer.from(out);
+}
+
+export const latestKey = (key: Buffer): Buffer => Buffer.concat([latestPrefix, key]);
+export const historyKey = (key: Buffer, revision: number): Buffer =>
+  Buffer.concat([historyPrefix, escapeKey(key), keyTerminator, revisionBytes(revision)]);
+export const changeKey = (revision: number): Buffer => Buffer.concat([changePrefix, revisionBytes(revision)]);
+
+/** Splits a history key into the user key bytes and the revision. */
+export function parseHistoryKey(stored: Buffer): { key: Buffer; revision: number } {
+  const end = stored.length - 8 - keyTerminator.length;
+  return {
+    key: unescapeKey(stored.subarray(historyPrefix.length, end)),
+    revision: readRevisionBytes(stored, stored.length - 8),
+  };
+}
+
+/** The escaped-key bounds of every history record of keys in [from, to) (to undefined = to the namespace end). */
+export function historyBounds(from: Buffer, to: Buffer | undefined): { gte: Buffer; lt: Buffer } {
+  return {
+    gte: Buffer.concat([historyPrefix, escapeKey(from)]),
+    lt: to === undefined ? prefixEnd(historyPrefix)! : Buffer.concat([historyPrefix, escapeKey(to)]),
+  };
+}
+
+/** The smallest byte string greater than every string starting with `prefix`; undefined when there is none. */
+export function prefixEnd(prefix: Buffer): Buffer | undefined {
+  for (let i = prefix.length - 1; i >= 0; i--) {
+    if (prefix[i]! < 0xff) {
+      const out = Buffer.from(prefix.subarray(0, i + 1));
+      out[i] = prefix[i]! + 1;
+      return out;
+    }
+  }
+  return undefined;
+}
