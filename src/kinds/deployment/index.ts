@@ -34,7 +34,12 @@ function validateSelector(o: ApiObject): FieldError[] {
   const matchLabels = record(record(spec.selector).matchLabels);
   const templateLabels = record(record(record(spec.template).metadata).labels);
   const out: FieldError[] = [];
-  if (Object.keys(matchLabels).length === 0 && list(record(spec.selector).matchExpressions).length === 0) {
+  // A missing selector is the schema's "Required value"; an empty one is invalid here.
+  if (
+    spec.selector !== undefined &&
+    Object.keys(matchLabels).length === 0 &&
+    list(record(spec.selector).matchExpressions).length === 0
+  ) {
     out.push({
       type: 'FieldValueInvalid',
       field: 'spec.selector',
