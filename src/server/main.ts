@@ -1,6 +1,9 @@
 #!/usr/bin/env node
 // The `stoa` executable: one entry point, one function per subcommand.
 
+import { FlagError, parseServeFlags, serveUsage } from './flags.js';
+import { startServer } from './server.js';
+
 const usage = `usage: stoa <command> [flags]
 
 commands:
@@ -18,10 +21,46 @@ async function main(argv: readonly string[]): Promise<number> {
     case '--help':
       process.stdout.write(usage);
       return command === undefined ? 2 : 0;
+    case 'serve':
+      return serve(argv.slice(1));
     default:
       process.stderr.write(`stoa: unknown command "${command}"\n\n${usage}`);
       return 2;
   }
+}
+
+async function serve(argv: readonly string[]): Promise<number> {
+  let options;
+  try {
+    options = parseServeFlags(argv);
+  } catch (error) {
+    if (error instanceof FlagError) {
+      process.stderr.write(`stoa serve: ${error.message}\n\n${serveUsage}`);
+      return 2;
+    }
+    throw error;
+  }
+  if (options === 'help') {
+    process.stdout.write(serveUsage);
+    return 0;
+  }
+  const server = await startServer(options);
+  process.stdout.write(`stoa: serving on ${server.url} (port ${server.port})\n`);
+  if (server.kubeconfigPath !== undefined) {
+    process.stdout.write(
+      `stoa: admin credentials in ${server.kubeconfigPath}; try:\n  kubectl --kubeconfig ${server.kubeconfigPath} get namespaces\n`,
+    );
+  }
+  await new Promise<void>((resolve) => {
+    const stop = (): void => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      server.close().then(resolve, resolve);
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+  return 0;
 }
 
 main(process.argv.slice(2)).then(

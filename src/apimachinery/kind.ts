@@ -1,0 +1,98 @@
+// A kind is declared once, as data plus a few strategy hooks. Routing, discovery, OpenAPI, validation,
+// defaulting, selectors and Table output are derived from this declaration (src/registry, src/endpoints).
+
+import type { ApiObject, NameRule } from './meta.js';
+import type { Schema } from './schema.js';
+import type { FieldError } from './status.js';
+
+export interface TableColumn {
+  readonly name: string;
+  readonly type: 'string' | 'integer' | 'number' | 'boolean' | 'date';
+  readonly format?: string;
+  readonly description: string;
+  /** 0 = shown by default; 1 = only with `-o wide`. */
+  readonly priority: number;
+  readonly cell: (object: ApiObject) => unknown;
+}
+
+/** What the kind's strategy may do beyond the generic store. Hooks mutate the object in place. */
+export interface Strategy {
+  /** On create, after metadata is filled in and before validation (clear status, set defaults that need code). */
+  readonly prepareForCreate?: (object: ApiObject) => void;
+  /** On update of the main resource: e.g. keep the old status. */
+  readonly prepareForUpdate?: (object: ApiObject, old: ApiObject) => void;
+  readonly validate?: (object: ApiObject) => FieldError[];
+  readonly validateUpdate?: (object: ApiObject, old: ApiObject) => FieldError[];
+  /** Whether a spec change bumps metadata.generation (kinds with spec/status: yes). */
+  readonly specFields?: readonly string[];
+  /**
+   * Cluster-wide reservations (e.g. service cluster IPs): on create `allocate` fills in the values and names
+   * one store key per value; the registry creates those keys in the same transaction as the object, only if
+   * none exists (so two servers can never hand out one value), retries a collision with a new allocation,
+   * and deletes them with the object.
+   */
+  readonly reservations?: {
+    /** Fills in the values; `collision` set = the value was the client's choice: no retry, this error. */
+    readonly allocate: (object: ApiObject) => { keys: string[]; collision?: FieldError };
+    readonly held: (object: ApiObject) => string[];
+  };
+}
+
+export interface KindDeclaration {
+  /** '' for the core group. */
+  readonly group: string;
+  /** Served versions; the first is preferred and is the storage version. */
+  readonly versions: readonly string[];
+  readonly kind: string;
+  readonly plural: string;
+  readonly singular: string;
+  readonly shortNames: readonly string[];
+  readonly categories: readonly string[];
+  readonly namespaced: boolean;
+  readonly nameRule: NameRule;
+  readonly schema: Schema;
+  /** Whether PUT to a missing object creates it. */
+  readonly allowCreateOnUpdate: boolean;
+  /** The `status` sub-resource: writes to the main resource keep status, writes to `status` keep the rest. */
+  readonly statusSubresource: boolean;
+  readonly tableColumns?: readonly TableColumn[];
+  /** Field selectors beyond metadata.name and metadata.namespace. */
+  readonly selectableFields?: Readonly<Record<string, (object: ApiObject) => string>>;
+  readonly strategy?: Strategy;
+  /** Verbs this kind does not serve (e.g. events are never watched by name... most serve all). */
+  readonly verbs?: readonly Verb[];
+}
+
+export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection';
+export const allVerbs: readonly Verb[] = [
+  'create',
+  'delete',
+  'deletecollection',
+  'get',
+  'list',
+  'patch',
+  'update',
+  'watch',
+];
+
+/** Where names that depend on --group-domain are resolved. */
+export interface DomainContext {
+  /** `svc.io` by default; `k8s.io` gives Kubernetes' own names. */
+  readonly groupDomain: string;
+  /** Service cluster IPs are allocated from this CIDR (`--service-cluster-ip-range`). */
+  readonly serviceClusterIpRange: string;
+}
+
+/** A group that carries the domain: `events` → `events.svc.io` (or `events.k8s.io`). */
+export function domainGroup(ctx: DomainContext, prefix: string): string {
+  return `${prefix}.${ctx.groupDomain}`;
+}
+
+/** Domain-qualified labels and annotations: `kubernetes.io/...` with k8s.io, `svc.io/...` otherwise. */
+export function domainPrefix(ctx: DomainContext): string {
+  return ctx.groupDomain === 'k8s.io' ? 'kubernetes.io' : ctx.groupDomain;
+}
+
+export function apiVersionOf(group: string, version: string): string {
+  return group === '' ? version : `${group}/${version}`;
+}

@@ -1,0 +1,132 @@
+// Content negotiation: which representation a response uses (Accept), how a request body is read (Content-Type).
+
+import { errors } from './status.js';
+
+export type Serialization = 'json' | 'yaml';
+
+/** What the client gets: an encoding and, for resources, either the object itself or its Table form. */
+export interface ResponseFormat {
+  readonly serialization: Serialization;
+  readonly as: 'object' | 'Table' | 'APIGroupDiscoveryList';
+  /** The media type to put in Content-Type. */
+  readonly contentType: string;
+}
+
+interface MediaRange {
+  readonly type: string;
+  readonly subtype: string;
+  readonly params: ReadonlyMap<string, string>;
+  readonly q: number;
+}
+
+export function parseMediaType(text: string): MediaRange | undefined {
+  const [essence = '', ...paramTexts] = text.split(';');
+  const [type, subtype] = essence.trim().toLowerCase().split('/');
+  if (type === undefined || subtype === undefined || type === '' || subtype === '') return undefined;
+  const params = new Map<string, string>();
+  let q = 1;
+  for (const p of paramTexts) {
+    const eq = p.indexOf('=');
+    if (eq < 0) continue;
+    const name = p.slice(0, eq).trim().toLowerCase();
+    const value = p
+      .slice(eq + 1)
+      .trim()
+      .replace(/^"|"$/g, '');
+    if (name === 'q') q = Number(value);
+    else params.set(name, value);
+  }
+  return { type, subtype, params, q: Number.isFinite(q) ? q : 0 };
+}
+
+export function parseAccept(header: string | undefined): MediaRange[] {
+  if (header === undefined || header.trim() === '') return [];
+  const ranges = header
+    .split(',')
+    .map(parseMediaType)
+    .filter((r): r is MediaRange => r !== undefined && r.q > 0);
+  // Stable sort by q, so that equal weights keep the client's order.
+  return ranges
+    .map((r, i) => ({ r, i }))
+    .sort((a, b) => b.r.q - a.r.q || a.i - b.i)
+    .map(({ r }) => r);
+}
+
+export const acceptedMediaTypes = ['application/json', 'application/yaml'] as const;
+
+function serializationOf(range: MediaRange): Serialization | undefined {
+  if (range.type === '*' && range.subtype === '*') return 'json';
+  if (range.type !== 'application') return undefined;
+  switch (range.subtype) {
+    case '*':
+    case 'json':
+      return 'json';
+    case 'yaml':
+      return 'yaml';
+    default:
+      return undefined;
+  }
+}
+
+export interface NegotiationOptions {
+  /** The meta group (`meta.svc.io`, or `meta.k8s.io` with --group-domain=k8s.io). */
+  readonly metaGroup: string;
+  /** Whether the endpoint can answer with a Table (resource get and list). */
+  readonly tableAllowed: boolean;
+  readonly discoveryGroup?: string;
+}
+
+/** Picks the first acceptable media range; none acceptable is 406. An absent Accept means JSON. */
+export function negotiateResponse(accept: string | undefined, options: NegotiationOptions): ResponseFormat {
+  const ranges = parseAccept(accept);
+  if (ranges.length === 0) return { serialization: 'json', as: 'object', contentType: 'application/json' };
+  for (const range of ranges) {
+    const serialization = serializationOf(range);
+    if (serialization === undefined) continue;
+    const as = range.params.get('as');
+    const contentType = serialization === 'json' ? 'application/json' : 'application/yaml';
+    if (as === undefined) return { serialization, as: 'object', contentType };
+    if (as === 'Table') {
+      const group = range.params.get('g');
+      const version = range.params.get('v');
+      if (!options.tableAllowed || group !== options.metaGroup || (version !== 'v1' && version !== 'v1beta1'))
+        continue;
+      return { serialization, as: 'Table', contentType: `${contentType};as=Table;v=${version};g=${group}` };
+    }
+    if (as === 'APIGroupDiscoveryList' && options.discoveryGroup !== undefined) {
+      if (range.params.get('g') !== options.discoveryGroup || range.params.get('v') !== 'v2') continue;
+      return {
+        serialization,
+        as: 'APIGroupDiscoveryList',
+        contentType: `${contentType};g=${options.discoveryGroup};v=v2;as=APIGroupDiscoveryList`,
+      };
+    }
+    // Other transformations (PartialObjectMetadata, ...) are not served: the client's next choice applies.
+  }
+  throw errors.notAcceptable(acceptedMediaTypes);
+}
+
+export type BodyType =
+  'json' | 'yaml' | 'merge-patch' | 'json-patch' | 'strategic-merge-patch' | 'apply-patch';
+
+/** The body type of a request; `allowed` lists the types the verb takes, others are 415. */
+export function negotiateBody(contentType: string | undefined, allowed: readonly BodyType[]): BodyType {
+  const range = parseMediaType(contentType ?? 'application/json');
+  const essence = range === undefined ? '' : `${range.type}/${range.subtype}`;
+  const byEssence: Record<string, BodyType> = {
+    'application/json': 'json',
+    'application/yaml': 'yaml',
+    'application/merge-patch+json': 'merge-patch',
+    'application/json-patch+json': 'json-patch',
+    'application/strategic-merge-patch+json': 'strategic-merge-patch',
+    'application/apply-patch+yaml': 'apply-patch',
+  };
+  const type = byEssence[essence];
+  if (type === undefined || !allowed.includes(type)) {
+    const names = Object.entries(byEssence)
+      .filter(([, t]) => allowed.includes(t))
+      .map(([name]) => name);
+    throw errors.unsupportedMediaType(essence, names);
+  }
+  return type;
+}

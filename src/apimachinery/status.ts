@@ -1,0 +1,326 @@
+// API errors: a closed set of reasons, each with its HTTP code, turned into a Kubernetes-shaped Status in one place.
+// Messages follow kube-apiserver 1.32's wording, so clients that match on them (kubectl does) keep working.
+
+import { StorageError } from '../storage/contract.js';
+import { unreachable } from '../util/assert.js';
+
+export type StatusReason =
+  | 'BadRequest'
+  | 'Unauthorized'
+  | 'Forbidden'
+  | 'NotFound'
+  | 'MethodNotAllowed'
+  | 'NotAcceptable'
+  | 'AlreadyExists'
+  | 'Conflict'
+  | 'Gone'
+  | 'Expired'
+  | 'RequestEntityTooLarge'
+  | 'UnsupportedMediaType'
+  | 'Invalid'
+  | 'TooManyRequests'
+  | 'InternalError'
+  | 'ServiceUnavailable'
+  | 'Timeout';
+
+/** The one place where a reason becomes an HTTP code. */
+export const statusCodeOfReason = {
+  BadRequest: 400,
+  Unauthorized: 401,
+  Forbidden: 403,
+  NotFound: 404,
+  MethodNotAllowed: 405,
+  NotAcceptable: 406,
+  AlreadyExists: 409,
+  Conflict: 409,
+  Gone: 410,
+  Expired: 410,
+  RequestEntityTooLarge: 413,
+  UnsupportedMediaType: 415,
+  Invalid: 422,
+  TooManyRequests: 429,
+  InternalError: 500,
+  ServiceUnavailable: 503,
+  Timeout: 504,
+} as const satisfies Record<StatusReason, number>;
+
+export interface StatusCause {
+  readonly reason?: string;
+  readonly message?: string;
+  readonly field?: string;
+}
+
+export interface StatusDetails {
+  readonly name?: string;
+  readonly group?: string;
+  readonly kind?: string;
+  readonly uid?: string;
+  readonly causes?: readonly StatusCause[];
+  readonly retryAfterSeconds?: number;
+}
+
+/** A resource as kube-apiserver names it in messages: `pods`, `deployments.apps`. */
+export interface GroupResource {
+  readonly group: string;
+  readonly resource: string;
+}
+
+export function groupResourceString(gr: GroupResource): string {
+  return gr.group === '' ? gr.resource : `${gr.resource}.${gr.group}`;
+}
+
+export class ApiError extends Error {
+  override readonly name = 'ApiError';
+  constructor(
+    readonly reason: StatusReason,
+    message: string,
+    readonly details?: StatusDetails,
+  ) {
+    super(message);
+  }
+  get code(): number {
+    return statusCodeOfReason[this.reason];
+  }
+}
+
+export interface Status {
+  readonly kind: 'Status';
+  readonly apiVersion: 'v1';
+  readonly metadata: Record<string, never>;
+  readonly status: 'Success' | 'Failure';
+  readonly message?: string;
+  readonly reason?: StatusReason;
+  readonly details?: StatusDetails;
+  readonly code: number;
+}
+
+export function statusOf(error: ApiError): Status {
+  return {
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    message: error.message,
+    reason: error.reason,
+    ...(error.details === undefined ? {} : { details: error.details }),
+    code: error.code,
+  };
+}
+
+export function successStatus(details?: StatusDetails): Status {
+  return {
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Success',
+    ...(details === undefined ? {} : { details }),
+    code: 200,
+  };
+}
+
+// Constructors, one per situation, worded as kube-apiserver words them.
+
+export const errors = {
+  notFound: (gr: GroupResource, name: string) =>
+    new ApiError('NotFound', `${groupResourceString(gr)} "${name}" not found`, {
+      name,
+      group: gr.group,
+      kind: gr.resource,
+    }),
+  pathNotFound: () => new ApiError('NotFound', 'the server could not find the requested resource', {}),
+  alreadyExists: (gr: GroupResource, name: string) =>
+    new ApiError('AlreadyExists', `${groupResourceString(gr)} "${name}" already exists`, {
+      name,
+      group: gr.group,
+      kind: gr.resource,
+    }),
+  conflict: (gr: GroupResource, name: string, why: string) =>
+    new ApiError(
+      'Conflict',
+      `Operation cannot be fulfilled on ${groupResourceString(gr)} "${name}": ${why}`,
+      {
+        name,
+        group: gr.group,
+        kind: gr.resource,
+      },
+    ),
+  staleUpdate: (gr: GroupResource, name: string) =>
+    errors.conflict(
+      gr,
+      name,
+      'the object has been modified; please apply your changes to the latest version and try again',
+    ),
+  invalid: (group: string, kind: string, name: string, causes: readonly FieldError[]) => {
+    const parts = causes.map(fieldErrorString);
+    const summary = parts.length === 1 ? (parts[0] ?? '') : `[${parts.join(', ')}]`;
+    return new ApiError(
+      'Invalid',
+      `${kind}${group === '' ? '' : `.${group}`} "${name}" is invalid: ${summary}`,
+      {
+        name,
+        group,
+        kind,
+        causes: causes.map((c) => ({ reason: c.type, message: fieldErrorDetail(c), field: c.field })),
+      },
+    );
+  },
+  badRequest: (message: string, causes?: readonly StatusCause[]) =>
+    new ApiError('BadRequest', message, causes === undefined ? undefined : { causes }),
+  unauthorized: () => new ApiError('Unauthorized', 'Unauthorized'),
+  forbidden: (user: string, verb: string, gr: GroupResource, namespace: string, name: string) => {
+    const subject = name === '' ? groupResourceString(gr) : `${groupResourceString(gr)} "${name}"`;
+    const scope = namespace === '' ? 'at the cluster scope' : `in the namespace "${namespace}"`;
+    return new ApiError(
+      'Forbidden',
+      `${subject} is forbidden: User "${user}" cannot ${verb} resource "${gr.resource}" in API group "${gr.group}" ${scope}`,
+      { ...(name === '' ? {} : { name }), group: gr.group, kind: gr.resource },
+    );
+  },
+  forbiddenPath: (user: string, verb: string, path: string) =>
+    new ApiError('Forbidden', `forbidden: User "${user}" cannot ${verb} path "${path}"`, {}),
+  namespaceTerminating: (gr: GroupResource, name: string, namespace: string) =>
+    new ApiError(
+      'Forbidden',
+      `${groupResourceString(gr)} "${name}" is forbidden: unable to create new content in namespace ${namespace} because it is being terminated`,
+      {
+        name,
+        group: gr.group,
+        kind: gr.resource,
+        causes: [
+          {
+            reason: 'NamespaceTerminating',
+            message: `namespace ${namespace} is being terminated`,
+            field: 'metadata.namespace',
+          },
+        ],
+      },
+    ),
+  methodNotAllowed: () =>
+    new ApiError('MethodNotAllowed', 'the server does not allow this method on the requested resource', {}),
+  notAcceptable: (accepted: readonly string[]) =>
+    new ApiError('NotAcceptable', `only the following media types are accepted: ${accepted.join(', ')}`),
+  unsupportedMediaType: (contentType: string, accepted: readonly string[]) =>
+    new ApiError(
+      'UnsupportedMediaType',
+      `the body of the request was in an unknown format - accepted media types include: ${accepted.join(', ')}`,
+      { causes: [{ reason: 'UnexpectedServerResponse', message: contentType }] },
+    ),
+  tooLarge: (limitBytes: number) =>
+    new ApiError('RequestEntityTooLarge', `Request entity too large: limit is ${limitBytes}`),
+  tooManyRequests: () =>
+    new ApiError('TooManyRequests', 'Too many requests, please try again later.', { retryAfterSeconds: 1 }),
+  /** A resourceVersion below what is retained (watch, list, exact read). */
+  resourceExpired: (message: string) => new ApiError('Expired', message),
+  gone: (message: string) => new ApiError('Gone', message),
+  continueExpired: () =>
+    new ApiError(
+      'Expired',
+      'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.',
+    ),
+  tooLargeResourceVersion: (requested: number, current: number) =>
+    new ApiError('Timeout', `Too large resource version: ${requested}, current: ${current}`, {
+      causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
+      retryAfterSeconds: 1,
+    }),
+  internal: (message: string) =>
+    new ApiError('InternalError', `Internal error occurred: ${message}`, {
+      causes: [{ message }],
+    }),
+  unavailable: (message: string) => new ApiError('ServiceUnavailable', message, { retryAfterSeconds: 1 }),
+  timeout: (message: string) => new ApiError('Timeout', message, {}),
+};
+
+// Field errors (k8s.io/apimachinery/pkg/util/validation/field): the causes of an Invalid error.
+
+export type FieldErrorType =
+  | 'FieldValueRequired'
+  | 'FieldValueInvalid'
+  | 'FieldValueNotSupported'
+  | 'FieldValueForbidden'
+  | 'FieldValueDuplicate'
+  | 'FieldValueTooLong'
+  | 'FieldValueTypeInvalid';
+
+export interface FieldError {
+  readonly type: FieldErrorType;
+  readonly field: string;
+  readonly value?: unknown;
+  readonly detail?: string;
+}
+
+function fieldErrorTitle(type: FieldErrorType): string {
+  switch (type) {
+    case 'FieldValueRequired':
+      return 'Required value';
+    case 'FieldValueInvalid':
+      return 'Invalid value';
+    case 'FieldValueNotSupported':
+      return 'Unsupported value';
+    case 'FieldValueForbidden':
+      return 'Forbidden';
+    case 'FieldValueDuplicate':
+      return 'Duplicate value';
+    case 'FieldValueTooLong':
+      return 'Too long';
+    case 'FieldValueTypeInvalid':
+      return 'Invalid value';
+    default:
+      return unreachable(type);
+  }
+}
+
+function showValue(value: unknown): string {
+  return typeof value === 'string' ? `"${value}"` : JSON.stringify(value);
+}
+
+function fieldErrorDetail(e: FieldError): string {
+  const withValue =
+    e.type === 'FieldValueInvalid' ||
+    e.type === 'FieldValueNotSupported' ||
+    e.type === 'FieldValueDuplicate' ||
+    e.type === 'FieldValueTypeInvalid';
+  const head =
+    withValue && e.value !== undefined
+      ? `${fieldErrorTitle(e.type)}: ${showValue(e.value)}`
+      : fieldErrorTitle(e.type);
+  return e.detail === undefined ? head : `${head}: ${e.detail}`;
+}
+
+function fieldErrorString(e: FieldError): string {
+  return `${e.field}: ${fieldErrorDetail(e)}`;
+}
+
+/** Maps a storage error to the API error kube-apiserver would answer with. */
+export function apiErrorOfStorage(error: StorageError, gr?: GroupResource): ApiError {
+  switch (error.code) {
+    case 'Compacted':
+      return errors.resourceExpired(
+        `The resourceVersion for the provided list is too old.${gr === undefined ? '' : ''}`,
+      );
+    case 'FutureRevision':
+      return errors.tooLargeResourceVersion(0, error.revision ?? 0);
+    case 'KeyTooLarge':
+    case 'ValueTooLarge':
+      return errors.tooLarge(0);
+    case 'TooManyOps':
+    case 'DuplicateKey':
+    case 'InvalidArgument':
+      return errors.badRequest(error.message);
+    case 'Unavailable':
+    case 'WatchOverflow':
+    case 'Closed':
+      return errors.unavailable(error.message);
+    case 'UnsupportedFormat':
+    case 'Corrupt':
+      return errors.internal(error.message);
+    default:
+      return unreachable(error.code);
+  }
+}
+
+/** Any thrown value as an ApiError: API errors pass, storage errors map, the rest is an internal error. */
+export function toApiError(error: unknown): ApiError {
+  if (error instanceof ApiError) return error;
+  if (error instanceof StorageError) return apiErrorOfStorage(error);
+  return errors.internal(error instanceof Error ? error.message : String(error));
+}

@@ -1,0 +1,106 @@
+// The typed request context every filter and handler shares, and the one place responses are written:
+// negotiated serialization, gzip when asked, Warning headers, Status bodies for errors.
+
+import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
+import { gzipSync } from 'node:zlib';
+import { encodeJson, encodeYaml } from '../apimachinery/codec.js';
+import { negotiateResponse, type ResponseFormat } from '../apimachinery/negotiation.js';
+import { statusOf, toApiError, type ApiError } from '../apimachinery/status.js';
+import type { RequestInfo } from './requestinfo.js';
+
+export interface UserInfo {
+  readonly name: string;
+  readonly uid: string;
+  readonly groups: readonly string[];
+}
+
+export interface RequestContext {
+  readonly req: Http2ServerRequest;
+  readonly res: Http2ServerResponse;
+  readonly url: URL;
+  readonly query: URLSearchParams;
+  readonly info: RequestInfo;
+  readonly startMs: number;
+  user?: UserInfo;
+  /** Warning header values (already formatted as `299 - "..."`). */
+  readonly warnings: string[];
+  /** For logs and metrics: the resource (`pods`) or '' for non-resource requests. */
+  metricResource: string;
+  /** Whether gzip may be used (feature gate APIResponseCompression). */
+  readonly compression: boolean;
+  readonly metaGroup: string;
+}
+
+export function warningValue(text: string): string {
+  return `299 - ${JSON.stringify(text)}`;
+}
+
+function setCommonHeaders(ctx: RequestContext): void {
+  if (ctx.warnings.length > 0) ctx.res.setHeader('warning', ctx.warnings);
+  ctx.res.setHeader('cache-control', 'no-cache, private');
+}
+
+function acceptsGzip(ctx: RequestContext): boolean {
+  const header = ctx.req.headers['accept-encoding'];
+  return ctx.compression && typeof header === 'string' && /\bgzip\b/.test(header);
+}
+
+export function encodeBody(format: ResponseFormat, value: unknown, pretty: boolean): string {
+  return format.serialization === 'yaml' ? encodeYaml(value) : encodeJson(value, pretty);
+}
+
+/** Writes a complete response in the negotiated format. `format` defaults to JSON-or-YAML per Accept. */
+export function respond(ctx: RequestContext, code: number, value: unknown, format?: ResponseFormat): void {
+  const chosen =
+    format ??
+    (() => {
+      try {
+        return negotiateResponse(ctx.req.headers.accept, { metaGroup: ctx.metaGroup, tableAllowed: false });
+      } catch {
+        return { serialization: 'json', as: 'object', contentType: 'application/json' } as const;
+      }
+    })();
+  const pretty = ctx.query.get('pretty') === 'true' || ctx.query.get('pretty') === '1';
+  const text = encodeBody(chosen, value, pretty);
+  setCommonHeaders(ctx);
+  ctx.res.statusCode = code;
+  ctx.res.setHeader('content-type', chosen.contentType);
+  const verb = ctx.info.verb;
+  if (acceptsGzip(ctx) && (verb === 'get' || verb === 'list') && ctx.req.method !== 'HEAD') {
+    const body = gzipSync(text);
+    ctx.res.setHeader('content-encoding', 'gzip');
+    ctx.res.setHeader('vary', 'Accept-Encoding');
+    ctx.res.setHeader('content-length', body.length);
+    ctx.res.end(body);
+    return;
+  }
+  const body = Buffer.from(text);
+  ctx.res.setHeader('content-length', body.length);
+  if (ctx.req.method === 'HEAD') ctx.res.end();
+  else ctx.res.end(body);
+}
+
+export function respondText(
+  ctx: RequestContext,
+  code: number,
+  text: string,
+  contentType = 'text/plain; charset=utf-8',
+): void {
+  setCommonHeaders(ctx);
+  ctx.res.statusCode = code;
+  ctx.res.setHeader('content-type', contentType);
+  ctx.res.setHeader('x-content-type-options', 'nosniff');
+  ctx.res.end(text);
+}
+
+export function respondError(ctx: RequestContext, error: unknown): ApiError {
+  const apiError = toApiError(error);
+  if (ctx.res.headersSent) {
+    ctx.res.end();
+    return apiError;
+  }
+  const retryAfter = apiError.details?.retryAfterSeconds;
+  if (retryAfter !== undefined) ctx.res.setHeader('retry-after', String(retryAfter));
+  respond(ctx, apiError.code, statusOf(apiError));
+  return apiError;
+}

@@ -1,0 +1,337 @@
+// One handler per verb, generic over the kind: get, list, watch, create, update, patch, delete,
+// deletecollection, for the main resource and its `status` sub-resource.
+
+import { decodeJson, decodeYaml, type Decoded } from '../apimachinery/codec.js';
+import { asApiObject, type ApiObject } from '../apimachinery/meta.js';
+import { negotiateBody, negotiateResponse, type BodyType } from '../apimachinery/negotiation.js';
+import { mergePatch, strategicMergePatch } from '../apimachinery/patch.js';
+import { pruneUnknownFields } from '../apimachinery/schema.js';
+import { parseFieldSelector, parseLabelSelector, type Requirement } from '../apimachinery/selectors.js';
+import { errors, successStatus } from '../apimachinery/status.js';
+import { toTable } from '../apimachinery/table.js';
+import type { DeleteOptions, ListRequest, ResourceRegistry, Subresource } from '../registry/store.js';
+import { limits } from '../util/limits.js';
+import { unreachable } from '../util/assert.js';
+import { respond, warningValue, type RequestContext } from './context.js';
+import type { RequestInfo } from './requestinfo.js';
+import { serveWatch, type WatchHooks } from './watch.js';
+
+type ResourceInfo = Extract<RequestInfo, { isResourceRequest: true }>;
+
+export interface ResourceDeps {
+  readonly watchHooks: WatchHooks;
+  readonly groupDomain: string;
+}
+
+export async function readBody(ctx: RequestContext): Promise<Buffer> {
+  const declared = Number(ctx.req.headers['content-length'] ?? '0');
+  if (declared > limits.apiRequestBodyBytesMax) throw errors.tooLarge(limits.apiRequestBodyBytesMax);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limits.apiRequestBodyBytesMax) throw errors.tooLarge(limits.apiRequestBodyBytesMax);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
+
+function decodeBody(type: BodyType, text: string): Decoded {
+  return type === 'yaml' || type === 'apply-patch' ? decodeYaml(text) : decodeJson(text);
+}
+
+type FieldValidation = 'Ignore' | 'Warn' | 'Strict';
+
+function fieldValidationOf(query: URLSearchParams): FieldValidation {
+  const value = query.get('fieldValidation') ?? 'Warn';
+  if (value === 'Ignore' || value === 'Warn' || value === 'Strict') return value;
+  if (value === '') return 'Warn';
+  throw errors.badRequest(`fieldValidation must be one of "Ignore", "Warn" or "Strict", got "${value}"`);
+}
+
+/** Unknown and duplicate fields: dropped, warned about (one Warning each) or rejected with all of them listed. */
+function checkFields(
+  ctx: RequestContext,
+  registry: ResourceRegistry,
+  decoded: Decoded,
+  isPatch: boolean,
+): unknown {
+  const mode = fieldValidationOf(ctx.query);
+  const value = decoded.value;
+  const unknown = isPatch ? [] : pruneUnknownFields(registry.decl.schema, value);
+  const problems = [
+    ...unknown.map((f) => `unknown field "${f}"`),
+    ...decoded.duplicateFields.map((f) => `duplicate field "${f}"`),
+  ];
+  if (problems.length === 0 || mode === 'Ignore') return value;
+  if (mode === 'Strict') throw errors.badRequest(`strict decoding error: ${problems.join(', ')}`);
+  for (const p of problems) ctx.warnings.push(warningValue(p));
+  return value;
+}
+
+function dryRunOf(query: URLSearchParams): boolean {
+  const values = query.getAll('dryRun');
+  for (const v of values)
+    if (v !== 'All') throw errors.badRequest(`Invalid dryRun value: "${v}": supported values: "All"`);
+  return values.length > 0;
+}
+
+async function readObject(ctx: RequestContext, registry: ResourceRegistry): Promise<ApiObject> {
+  const type = negotiateBody(ctx.req.headers['content-type'], ['json', 'yaml']);
+  const decoded = decodeBody(type, (await readBody(ctx)).toString('utf8'));
+  const value = checkFields(ctx, registry, decoded, false);
+  const object = asApiObject(value);
+  if (object === undefined) throw errors.badRequest('the body of the request must be an object');
+  const { decl } = registry;
+  if (object.kind !== undefined && object.kind !== decl.kind) {
+    throw errors.badRequest(
+      `the kind in the data (${String(object.kind)}) does not match the expected kind (${decl.kind})`,
+    );
+  }
+  if (object.apiVersion !== undefined && object.apiVersion !== registry.apiVersion) {
+    throw errors.badRequest(
+      `the API version in the data (${String(object.apiVersion)}) does not match the expected API version (${registry.apiVersion})`,
+    );
+  }
+  return object;
+}
+
+function flag(query: URLSearchParams, name: string): boolean {
+  const v = query.get(name);
+  return v !== null && v !== 'false' && v !== '0';
+}
+
+function listRequestOf(ctx: RequestContext, registry: ResourceRegistry, info: ResourceInfo): ListRequest {
+  const q = ctx.query;
+  const fieldSelector: Requirement[] = [
+    ...parseFieldSelector(q.get('fieldSelector') ?? undefined, registry.selectableFields),
+  ];
+  const limitText = q.get('limit');
+  const limit = limitText === null || limitText === '' ? 0 : Number(limitText);
+  if (!Number.isInteger(limit) || limit < 0)
+    throw errors.badRequest(`limit must be a non-negative integer, got "${limitText}"`);
+  const match = q.get('resourceVersionMatch');
+  if (match !== null && match !== '' && match !== 'Exact' && match !== 'NotOlderThan') {
+    throw errors.badRequest(
+      `resourceVersionMatch: Unsupported value: "${match}": supported values: "Exact", "NotOlderThan"`,
+    );
+  }
+  return {
+    namespace: info.namespace,
+    labelSelector: parseLabelSelector(q.get('labelSelector') ?? undefined),
+    fieldSelector,
+    resourceVersion: q.get('resourceVersion') ?? undefined,
+    resourceVersionMatch: match === null || match === '' ? undefined : match,
+    limit,
+    continueToken: q.get('continue') ?? undefined,
+  };
+}
+
+function tableOptions(ctx: RequestContext): { includeObject: 'None' | 'Object' | 'Metadata' } {
+  const v = ctx.query.get('includeObject');
+  return { includeObject: v === 'None' || v === 'Object' ? v : 'Metadata' };
+}
+
+export async function serveResource(
+  ctx: RequestContext,
+  registry: ResourceRegistry,
+  info: ResourceInfo,
+  deps: ResourceDeps,
+): Promise<void> {
+  const { decl } = registry;
+  const subresource = info.subresource;
+  if (subresource !== '' && !(subresource === 'status' && decl.statusSubresource)) {
+    throw errors.pathNotFound();
+  }
+  const sub: Subresource = subresource === 'status' ? 'status' : '';
+  if (!decl.namespaced && info.namespace !== '' && !(decl.plural === 'namespaces' && decl.group === ''))
+    throw errors.pathNotFound();
+  const namespace = decl.namespaced ? info.namespace : '';
+  const q = ctx.query;
+  switch (info.verb) {
+    case 'get': {
+      const format = negotiateResponse(ctx.req.headers.accept, {
+        metaGroup: ctx.metaGroup,
+        tableAllowed: sub === '',
+      });
+      const object = await registry.get(namespace, info.name, q.get('resourceVersion') ?? undefined);
+      if (format.as === 'Table') {
+        respond(
+          ctx,
+          200,
+          toTable(decl, [object], {
+            metaGroup: ctx.metaGroup,
+            version: 'v1',
+            ...tableOptions(ctx),
+            listMeta: { resourceVersion: object.metadata.resourceVersion },
+          }),
+          format,
+        );
+      } else respond(ctx, 200, object, format);
+      return;
+    }
+    case 'list': {
+      const format = negotiateResponse(ctx.req.headers.accept, {
+        metaGroup: ctx.metaGroup,
+        tableAllowed: true,
+      });
+      const result = await registry.list(listRequestOf(ctx, registry, info));
+      const listMeta: Record<string, unknown> = { resourceVersion: String(result.resourceVersion) };
+      if (result.continueToken !== undefined) listMeta.continue = result.continueToken;
+      if (result.remainingItemCount !== undefined) listMeta.remainingItemCount = result.remainingItemCount;
+      if (format.as === 'Table') {
+        respond(
+          ctx,
+          200,
+          toTable(decl, result.items, {
+            metaGroup: ctx.metaGroup,
+            version: 'v1',
+            ...tableOptions(ctx),
+            listMeta,
+          }),
+          format,
+        );
+      } else {
+        respond(
+          ctx,
+          200,
+          {
+            kind: `${decl.kind}List`,
+            apiVersion: registry.apiVersion,
+            metadata: listMeta,
+            items: result.items,
+          },
+          format,
+        );
+      }
+      return;
+    }
+    case 'watch': {
+      const format = negotiateResponse(ctx.req.headers.accept, {
+        metaGroup: ctx.metaGroup,
+        tableAllowed: true,
+      });
+      const list = listRequestOf(ctx, registry, info);
+      const fieldSelector =
+        info.name === ''
+          ? list.fieldSelector
+          : [...list.fieldSelector, { key: 'metadata.name', op: 'in' as const, values: [info.name] }];
+      const timeoutText = q.get('timeoutSeconds');
+      const sendInitial = q.get('sendInitialEvents');
+      await serveWatch(
+        ctx,
+        registry,
+        {
+          namespace,
+          labelSelector: list.labelSelector,
+          fieldSelector,
+          resourceVersion: list.resourceVersion,
+          resourceVersionMatch: list.resourceVersionMatch,
+          allowWatchBookmarks: flag(q, 'allowWatchBookmarks'),
+          sendInitialEvents: sendInitial === null ? undefined : sendInitial === 'true' || sendInitial === '1',
+          timeoutSeconds:
+            timeoutText === null || timeoutText === '' ? undefined : Math.max(0, Number(timeoutText)),
+          format,
+          initialEventsAnnotation: `${deps.groupDomain}/initial-events-end`,
+        },
+        deps.watchHooks,
+      );
+      return;
+    }
+    case 'create': {
+      if (info.name !== '' || sub !== '') throw errors.methodNotAllowed();
+      const object = await readObject(ctx, registry);
+      const created = await registry.create(namespace, object, { dryRun: dryRunOf(q) });
+      respond(ctx, 201, created);
+      return;
+    }
+    case 'update': {
+      const object = await readObject(ctx, registry);
+      const result = await registry.update(namespace, info.name, object, {
+        dryRun: dryRunOf(q),
+        subresource: sub,
+      });
+      respond(ctx, result.created ? 201 : 200, result.object);
+      return;
+    }
+    case 'patch': {
+      const type = negotiateBody(ctx.req.headers['content-type'], ['merge-patch', 'strategic-merge-patch']);
+      const decoded = decodeBody(type, (await readBody(ctx)).toString('utf8'));
+      const patch = checkFields(ctx, registry, decoded, true);
+      if (patch === null || typeof patch !== 'object' || Array.isArray(patch))
+        throw errors.badRequest('the patch must be a JSON object');
+      const precondition = (patch as { metadata?: { resourceVersion?: unknown } }).metadata?.resourceVersion;
+      const object = await registry.patch(
+        namespace,
+        info.name,
+        (current) => {
+          const merged =
+            type === 'merge-patch'
+              ? mergePatch(current, patch)
+              : strategicMergePatch(current, patch, decl.schema);
+          const result = asApiObject(merged);
+          if (result === undefined) throw errors.badRequest('the patched object is not an object');
+          // Unknown fields the patch introduced are reported like a body's.
+          checkFields(ctx, registry, { value: result, duplicateFields: [] }, false);
+          return result;
+        },
+        {
+          dryRun: dryRunOf(q),
+          subresource: sub,
+          ...(typeof precondition === 'string' ? { preconditionVersion: precondition } : {}),
+        },
+      );
+      respond(ctx, 200, object);
+      return;
+    }
+    case 'delete': {
+      const options = await deleteOptionsOf(ctx);
+      const result = await registry.delete(namespace, info.name, options);
+      respond(ctx, result.deleted ? 200 : 202, result.object);
+      return;
+    }
+    case 'deletecollection': {
+      const options = await deleteOptionsOf(ctx);
+      await registry.deleteCollection(listRequestOf(ctx, registry, info), options);
+      respond(ctx, 200, successStatus());
+      return;
+    }
+    default:
+      return unreachable(info.verb);
+  }
+}
+
+async function deleteOptionsOf(ctx: RequestContext): Promise<DeleteOptions> {
+  const q = ctx.query;
+  const text = (await readBody(ctx)).toString('utf8').trim();
+  const body = (
+    text === ''
+      ? {}
+      : decodeBody(negotiateBody(ctx.req.headers['content-type'], ['json', 'yaml']), text).value
+  ) as {
+    preconditions?: { uid?: string; resourceVersion?: string };
+    propagationPolicy?: string;
+    orphanDependents?: boolean;
+    gracePeriodSeconds?: number;
+    dryRun?: string[];
+  };
+  const policy =
+    q.get('propagationPolicy') ??
+    body.propagationPolicy ??
+    (body.orphanDependents === true || q.get('orphanDependents') === 'true' ? 'Orphan' : undefined);
+  if (policy !== undefined && policy !== 'Orphan' && policy !== 'Background' && policy !== 'Foreground') {
+    throw errors.badRequest(
+      `propagationPolicy: Unsupported value: "${policy}": supported values: "Foreground", "Background", "Orphan"`,
+    );
+  }
+  const grace =
+    q.get('gracePeriodSeconds') ??
+    (body.gracePeriodSeconds === undefined ? undefined : String(body.gracePeriodSeconds));
+  const dryRun = dryRunOf(q) || (body.dryRun ?? []).includes('All');
+  return {
+    dryRun,
+    ...(body.preconditions === undefined ? {} : { preconditions: body.preconditions }),
+    ...(policy === undefined ? {} : { propagationPolicy: policy }),
+    ...(grace === undefined || grace === null ? {} : { gracePeriodSeconds: Number(grace) }),
+  };
+}

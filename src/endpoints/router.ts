@@ -1,0 +1,124 @@
+// Dispatch after the filters: non-resource paths (health, metrics, version, discovery, OpenAPI) and resources.
+
+import { negotiateResponse } from '../apimachinery/negotiation.js';
+import { errors } from '../apimachinery/status.js';
+import type { Registries } from '../registry/index.js';
+import type { Handler } from '../filters/handler.js';
+import { respond, respondText, type RequestContext } from './context.js';
+import type { Discovery } from './discovery.js';
+import type { Health, HealthEndpoint } from './health.js';
+import type { OpenApi } from './openapi.js';
+import { serveResource, type ResourceDeps } from './resource.js';
+
+export interface RouterDeps extends ResourceDeps {
+  readonly registries: Registries;
+  readonly discovery: Discovery;
+  readonly openapi: OpenApi;
+  readonly health: Health;
+  readonly metricsText: () => Promise<string>;
+  readonly version: Record<string, string>;
+  readonly serverAddress: () => string;
+}
+
+const healthEndpoints = new Set<string>(['healthz', 'livez', 'readyz']);
+
+function aggregatedRequested(ctx: RequestContext, discoveryGroup: string): boolean {
+  try {
+    return (
+      negotiateResponse(ctx.req.headers.accept, {
+        metaGroup: ctx.metaGroup,
+        tableAllowed: false,
+        discoveryGroup,
+      }).as === 'APIGroupDiscoveryList'
+    );
+  } catch {
+    return false;
+  }
+}
+
+export function router(deps: RouterDeps): Handler {
+  const discoveryGroup = `apidiscovery.${deps.groupDomain}`;
+  return async (ctx) => {
+    const info = ctx.info;
+    if (info.isResourceRequest && info.resource !== '') {
+      ctx.metricResource = info.resource;
+      const registry = deps.registries.find(info.group, info.version, info.resource);
+      if (registry === undefined) throw errors.pathNotFound();
+      await serveResource(ctx, registry, info, deps);
+      return;
+    }
+    const method = ctx.req.method ?? 'GET';
+    if (method !== 'GET' && method !== 'HEAD') throw errors.methodNotAllowed();
+    const path = ctx.url.pathname.replace(/\/+$/, '') || '/';
+    const parts = path.split('/').filter((p) => p !== '');
+    const first = parts[0] ?? '';
+    if (healthEndpoints.has(first) && parts.length <= 2) {
+      const result = await deps.health.serve(first as HealthEndpoint, parts[1] ?? '', ctx.query);
+      respondText(ctx, result.code, result.body);
+      return;
+    }
+    if (path === '/metrics') {
+      respondText(ctx, 200, await deps.metricsText(), 'text/plain; version=0.0.4; charset=utf-8');
+      return;
+    }
+    if (path === '/version') {
+      respond(ctx, 200, deps.version);
+      return;
+    }
+    if (path === '/api' || path === '/apis') {
+      if (aggregatedRequested(ctx, discoveryGroup)) {
+        const format = negotiateResponse(ctx.req.headers.accept, {
+          metaGroup: ctx.metaGroup,
+          tableAllowed: false,
+          discoveryGroup,
+        });
+        respond(ctx, 200, deps.discovery.aggregated(discoveryGroup, path === '/api'), format);
+      } else {
+        respond(
+          ctx,
+          200,
+          path === '/api' ? deps.discovery.apiVersions(deps.serverAddress()) : deps.discovery.apiGroupList(),
+        );
+      }
+      return;
+    }
+    if (first === 'api' && parts.length === 2) {
+      const doc = deps.discovery.resourceList('', parts[1] ?? '');
+      if (doc === undefined) throw errors.pathNotFound();
+      respond(ctx, 200, doc);
+      return;
+    }
+    if (first === 'apis' && (parts.length === 2 || parts.length === 3)) {
+      const doc =
+        parts.length === 2
+          ? deps.discovery.apiGroup(parts[1] ?? '')
+          : deps.discovery.resourceList(parts[1] ?? '', parts[2] ?? '');
+      if (doc === undefined) throw errors.pathNotFound();
+      respond(ctx, 200, doc);
+      return;
+    }
+    if (path === '/openapi/v2') {
+      respond(ctx, 200, deps.openapi.v2(), {
+        serialization: 'json',
+        as: 'object',
+        contentType: 'application/json',
+      });
+      return;
+    }
+    if (path === '/openapi/v3') {
+      respond(ctx, 200, deps.openapi.v3Index(), {
+        serialization: 'json',
+        as: 'object',
+        contentType: 'application/json',
+      });
+      return;
+    }
+    if (first === 'openapi' && parts[1] === 'v3') {
+      const doc = deps.openapi.v3Document(parts.slice(2).join('/'));
+      if (doc === undefined) throw errors.pathNotFound();
+      respondText(ctx, 200, doc, 'application/json');
+      return;
+    }
+    throw errors.pathNotFound();
+  };
+}

@@ -1,0 +1,229 @@
+// Watch streaming (spec 6): synthetic ADDED events when the start asks for state, then every change from the
+// watch cache, filtered by namespace and selectors (an object that stops matching is DELETED for this watcher,
+// one that starts matching is ADDED), BOOKMARKs when asked, ERROR with a Status, and a bounded buffer per
+// watcher: a watcher that cannot keep up is closed (it resumes from its last resourceVersion) instead of
+// stalling the others.
+
+import type { ResponseFormat } from '../apimachinery/negotiation.js';
+import type { ApiObject } from '../apimachinery/meta.js';
+import type { Selector } from '../apimachinery/selectors.js';
+import { errors, statusOf, type ApiError } from '../apimachinery/status.js';
+import { toTable } from '../apimachinery/table.js';
+import type { ResourceRegistry } from '../registry/store.js';
+import { revision, type Revision } from '../util/brand.js';
+import type { CacheEvent } from '../watchcache/cache.js';
+import { encodeBody, type RequestContext } from './context.js';
+
+export const watchLimits = {
+  /** Serialized events a watcher may have waiting on a slow connection before it is closed. */
+  watcherPendingEventsMax: 10_000,
+  /** Bookmarks (when asked for) about this often. */
+  bookmarkIntervalMs: 60_000,
+  /** Without timeoutSeconds a watch ends after this long (kube-apiserver: 30 to 60 minutes). */
+  watchDefaultTimeoutMs: 30 * 60_000,
+} as const;
+
+export interface WatchRequest {
+  readonly namespace: string;
+  readonly labelSelector: Selector;
+  readonly fieldSelector: Selector;
+  readonly resourceVersion: string | undefined;
+  readonly resourceVersionMatch: string | undefined;
+  readonly allowWatchBookmarks: boolean;
+  readonly sendInitialEvents: boolean | undefined;
+  readonly timeoutSeconds: number | undefined;
+  readonly format: ResponseFormat;
+  readonly initialEventsAnnotation: string;
+}
+
+export interface WatchHooks {
+  readonly opened: () => void;
+  readonly closed: () => void;
+}
+
+type Start = { kind: 'state'; consistent: boolean; atLeast: Revision } | { kind: 'from'; revision: Revision };
+
+function startOf(request: WatchRequest): Start {
+  const rvText = request.resourceVersion ?? '';
+  if (request.sendInitialEvents === true && request.resourceVersionMatch !== 'NotOlderThan') {
+    throw errors.badRequest(
+      'sendInitialEvents: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan',
+    );
+  }
+  if (request.sendInitialEvents === undefined && request.resourceVersionMatch !== undefined) {
+    throw errors.badRequest(
+      'resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided',
+    );
+  }
+  if (request.resourceVersionMatch !== undefined && request.resourceVersionMatch !== 'NotOlderThan') {
+    throw errors.badRequest(
+      `resourceVersionMatch: Unsupported value: "${request.resourceVersionMatch}": supported values: "NotOlderThan"`,
+    );
+  }
+  if (rvText !== '' && !/^\d+$/.test(rvText))
+    throw errors.badRequest(`Invalid value: "${rvText}": resourceVersion must be an unsigned integer`);
+  const rv = rvText === '' ? undefined : revision(Number(rvText));
+  if (request.sendInitialEvents === true)
+    return { kind: 'state', consistent: rv === undefined, atLeast: rv ?? revision(0) };
+  if (request.sendInitialEvents === false && rv !== undefined && rv > 0)
+    return { kind: 'from', revision: rv };
+  if (rv === undefined) return { kind: 'state', consistent: true, atLeast: revision(0) };
+  if (rv === 0) return { kind: 'state', consistent: false, atLeast: revision(0) };
+  return { kind: 'from', revision: rv };
+}
+
+export async function serveWatch(
+  ctx: RequestContext,
+  registry: ResourceRegistry,
+  request: WatchRequest,
+  hooks: WatchHooks,
+): Promise<void> {
+  const start = startOf(request);
+  const cache = registry.cache;
+  let atLeast = start.kind === 'from' ? start.revision : start.atLeast;
+  if (start.kind === 'state' && start.consistent) atLeast = await registry.currentRevision();
+  if (atLeast > cache.revision) await registry.waitForCache(atLeast);
+
+  const prefix =
+    registry.decl.namespaced && request.namespace !== ''
+      ? `${registry.prefix}${request.namespace}/`
+      : registry.prefix;
+  const selects = (o: ApiObject): boolean =>
+    registry.selects(o, request.labelSelector, request.fieldSelector);
+  const pretty = false;
+  const asTable = request.format.as === 'Table';
+  const encodeObject = (object: ApiObject): unknown =>
+    asTable
+      ? toTable(registry.decl, [object], { metaGroup: ctx.metaGroup, version: 'v1', includeObject: 'Object' })
+      : object;
+  const line = (type: string, object: unknown): string => {
+    const text = encodeBody({ ...request.format, serialization: 'json' }, { type, object }, pretty);
+    return text.endsWith('\n') ? text : `${text}\n`;
+  };
+  const bookmark = (rv: Revision, annotations?: Record<string, string>): string =>
+    line('BOOKMARK', {
+      kind: registry.decl.kind,
+      apiVersion: registry.apiVersion,
+      metadata: { resourceVersion: String(rv), ...(annotations === undefined ? {} : { annotations }) },
+    });
+
+  // Below the window: the stream opens and carries one ERROR (as kube-apiserver's watch cache answers).
+  let tooOld: ApiError | undefined;
+  if (start.kind === 'from' && start.revision < cache.oldestRevision) {
+    tooOld = errors.resourceExpired(
+      `too old resource version: ${start.revision} (${cache.oldestRevision + 1})`,
+    );
+  }
+
+  const res = ctx.res;
+  res.statusCode = 200;
+  res.setHeader(
+    'content-type',
+    asTable ? 'application/json;as=Table;v=v1;g=' + ctx.metaGroup : 'application/json',
+  );
+  res.setHeader('cache-control', 'no-cache, private');
+  if (ctx.warnings.length > 0) res.setHeader('warning', ctx.warnings);
+  res.writeHead(200);
+  // HTTP/2 sends the headers on writeHead; HTTP/1.1 needs flushHeaders, or a quiet watch would look hung.
+  (res as unknown as { flushHeaders?: () => void }).flushHeaders?.();
+  if (tooOld !== undefined) {
+    res.end(line('ERROR', statusOf(tooOld)));
+    return;
+  }
+
+  hooks.opened();
+  let pending = 0;
+  let closed = false;
+  let lastRevision: Revision = revision(0);
+  const timers: NodeJS.Timeout[] = [];
+  let unsubscribe = (): void => {};
+  let resolveDone: () => void = () => {};
+  const done = new Promise<void>((resolve) => (resolveDone = resolve));
+  const close = (final?: string): void => {
+    if (closed) return;
+    closed = true;
+    unsubscribe();
+    for (const t of timers) clearTimeout(t);
+    hooks.closed();
+    if (!res.writableEnded) {
+      if (final === undefined) res.end();
+      else res.end(final);
+    }
+    resolveDone();
+  };
+  const send = (text: string): void => {
+    if (closed) return;
+    if (pending >= watchLimits.watcherPendingEventsMax) {
+      // Too slow: close it rather than buffer without bound; the client resumes from its last version.
+      close();
+      return;
+    }
+    if (!res.write(text)) {
+      pending++;
+      if (pending === 1) res.once('drain', () => (pending = 0));
+    } else if (pending > 0) pending++;
+  };
+  const deliver = (events: readonly CacheEvent<ApiObject>[]): void => {
+    for (const e of events) {
+      if (!e.key.startsWith(prefix)) continue;
+      const now = e.type === 'DELETED' ? false : selects(e.object);
+      const before = e.previous !== undefined && e.type !== 'ADDED' ? selects(e.previous) : false;
+      if (e.type === 'DELETED') {
+        if (selects(e.object) || before) send(line('DELETED', encodeObject(e.object)));
+      } else if (now && before) send(line('MODIFIED', encodeObject(e.object)));
+      else if (now) send(line('ADDED', encodeObject(e.object)));
+      else if (before) send(line('DELETED', encodeObject(e.object)));
+      lastRevision = e.revision;
+    }
+  };
+
+  ctx.req.on('close', () => close());
+  res.on('close', () => close());
+
+  // Snapshot and subscription happen in one synchronous step: nothing is missed or repeated.
+  if (start.kind === 'state') {
+    const snapshot = cache.snapshot(prefix);
+    const sub = cache.subscribe(snapshot.revision, (events, rv) => {
+      deliver(events);
+      if (rv > lastRevision) lastRevision = rv;
+    });
+    unsubscribe = sub.unsubscribe;
+    for (const entry of snapshot.entries)
+      if (selects(entry.object)) send(line('ADDED', encodeObject(entry.object)));
+    lastRevision = snapshot.revision;
+    if (request.sendInitialEvents === true && request.allowWatchBookmarks) {
+      send(bookmark(snapshot.revision, { [request.initialEventsAnnotation]: 'true' }));
+    }
+    deliver(sub.replay);
+  } else {
+    const sub = cache.subscribe(start.revision, (events, rv) => {
+      deliver(events);
+      if (rv > lastRevision) lastRevision = rv;
+    });
+    unsubscribe = sub.unsubscribe;
+    lastRevision = start.revision;
+    deliver(sub.replay);
+  }
+
+  const timeoutMs =
+    request.timeoutSeconds !== undefined ? request.timeoutSeconds * 1000 : watchLimits.watchDefaultTimeoutMs;
+  timers.push(
+    setTimeout(
+      () =>
+        close(
+          request.allowWatchBookmarks
+            ? bookmark(lastRevision > cache.revision ? lastRevision : cache.revision)
+            : undefined,
+        ),
+      timeoutMs,
+    ),
+  );
+  if (request.allowWatchBookmarks) {
+    const tick = (): void => {
+      send(bookmark(cache.revision > lastRevision ? cache.revision : lastRevision));
+      timers.push(setTimeout(tick, watchLimits.bookmarkIntervalMs));
+    };
+    timers.push(setTimeout(tick, watchLimits.bookmarkIntervalMs));
+  }
+  await done;
+}

@@ -1,0 +1,163 @@
+// `stoa serve` flags, parsed in one place. Names are kube-apiserver's; unknown flags are an error naming the flag.
+
+export interface ServeOptions {
+  readonly bindAddress: string;
+  /** 0 = pick a free port (printed on start). */
+  readonly securePort: number;
+  readonly dataDir: string;
+  readonly groupDomain: string;
+  readonly tlsCertFile?: string;
+  readonly tlsPrivateKeyFile?: string;
+  readonly clientCaFile?: string;
+  readonly tokenAuthFile?: string;
+  readonly advertiseAddress?: string;
+  readonly etcdServers: readonly string[];
+  readonly serviceClusterIpRange: string;
+  readonly featureGates: string;
+  readonly maxRequestsInflight: number;
+  readonly maxMutatingRequestsInflight: number;
+  readonly shutdownDelayMs: number;
+  readonly livezGracePeriodMs: number;
+  /** Watch cache window: events kept per resource (below it a watch answers 410). */
+  readonly watchCacheEventsMax: number;
+  /** Store history kept before automatic compaction. */
+  readonly storeRetentionMs?: number;
+  readonly logLevel: string;
+}
+
+export const serveUsage = `usage: stoa serve [flags]
+
+flags:
+  --bind-address IP                      address to serve on (default 127.0.0.1)
+  --secure-port N                        HTTPS port (default 6443; 0 = pick a free port and print it)
+  --data-dir DIR                         store, certificates and admin.kubeconfig (default ./data)
+  --group-domain DOMAIN                  domain of built-in group names (default svc.io; k8s.io = Kubernetes' names)
+  --tls-cert-file FILE                   serving certificate (default: generated in the data dir)
+  --tls-private-key-file FILE            its key
+  --client-ca-file FILE                  CA bundle for client certificates (default: the generated CA)
+  --token-auth-file FILE                 static tokens: CSV token,user,uid[,"group1,group2"]
+  --advertise-address IP                 address added to the generated serving certificate
+  --etcd-servers URLS                    use an external etcd (comma-separated URLs) instead of the embedded store
+  --service-cluster-ip-range CIDR        service cluster IPs (default 10.0.0.0/24)
+  --feature-gates K=V,...                enable or disable feature gates
+  --max-requests-inflight N              non-mutating requests in flight before 429 (default 400; 0 = no limit)
+  --max-mutating-requests-inflight N     mutating requests in flight before 429 (default 200; 0 = no limit)
+  --shutdown-delay-duration D            readyz fails this long before the server stops (default 0s)
+  --livez-grace-period D                 startup time during which livez does not fail (default 0s)
+  --watch-cache-size N                   events kept per resource in the watch cache (default 10000)
+  --storage-retention D                  store history kept before compaction (default 5m)
+  --v LEVEL                              log level: info, debug, warn (default info)
+`;
+
+export class FlagError extends Error {
+  override readonly name = 'FlagError';
+}
+
+/** Go duration syntax as kube-apiserver takes it: `70s`, `1m30s`, `500ms`, `0`. */
+export function parseDuration(text: string, flag: string): number {
+  if (text === '0') return 0;
+  const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+  let total = 0;
+  let rest = text;
+  while (rest !== '') {
+    const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)/.exec(rest);
+    if (m === null) throw new FlagError(`invalid value "${text}" for flag --${flag}: not a duration`);
+    total += Number(m[1]) * (units[m[2] ?? 's'] ?? 1000);
+    rest = rest.slice(m[0].length);
+  }
+  return total;
+}
+
+function parseInteger(text: string, flag: string, min: number, max: number): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new FlagError(
+      `invalid value "${text}" for flag --${flag}: must be an integer from ${min} to ${max}`,
+    );
+  }
+  return n;
+}
+
+export function parseServeFlags(argv: readonly string[]): ServeOptions | 'help' {
+  const values = new Map<string, string>();
+  const known = new Set([
+    'bind-address',
+    'secure-port',
+    'data-dir',
+    'group-domain',
+    'tls-cert-file',
+    'tls-private-key-file',
+    'client-ca-file',
+    'token-auth-file',
+    'advertise-address',
+    'etcd-servers',
+    'service-cluster-ip-range',
+    'feature-gates',
+    'max-requests-inflight',
+    'max-mutating-requests-inflight',
+    'shutdown-delay-duration',
+    'livez-grace-period',
+    'watch-cache-size',
+    'storage-retention',
+    'v',
+  ]);
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? '';
+    if (arg === '-h' || arg === '--help') return 'help';
+    if (!arg.startsWith('-')) throw new FlagError(`unexpected argument "${arg}"`);
+    const body = arg.replace(/^--?/, '');
+    const eq = body.indexOf('=');
+    const name = eq < 0 ? body : body.slice(0, eq);
+    if (!known.has(name)) throw new FlagError(`unknown flag: --${name}`);
+    let value: string | undefined = eq < 0 ? undefined : body.slice(eq + 1);
+    if (value === undefined) {
+      value = argv[i + 1];
+      if (value === undefined) throw new FlagError(`flag needs an argument: --${name}`);
+      i++;
+    }
+    values.set(name, value);
+  }
+  const get = (name: string): string | undefined => values.get(name);
+  const domain = get('group-domain') ?? 'svc.io';
+  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$/.test(domain)) {
+    throw new FlagError(
+      `invalid value "${domain}" for flag --group-domain: must be a DNS domain such as svc.io`,
+    );
+  }
+  const optional = (name: string): Record<string, string> => {
+    const v = get(name);
+    return v === undefined ? {} : { [name.replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase())]: v };
+  };
+  const retention = get('storage-retention');
+  return {
+    bindAddress: get('bind-address') ?? '127.0.0.1',
+    securePort: parseInteger(get('secure-port') ?? '6443', 'secure-port', 0, 65535),
+    dataDir: get('data-dir') ?? './data',
+    groupDomain: domain,
+    ...(optional('tls-cert-file') as { tlsCertFile?: string }),
+    ...(optional('tls-private-key-file') as { tlsPrivateKeyFile?: string }),
+    ...(optional('client-ca-file') as { clientCaFile?: string }),
+    ...(optional('token-auth-file') as { tokenAuthFile?: string }),
+    ...(optional('advertise-address') as { advertiseAddress?: string }),
+    etcdServers: (get('etcd-servers') ?? '').split(',').filter((s) => s !== ''),
+    serviceClusterIpRange: get('service-cluster-ip-range') ?? '10.0.0.0/24',
+    featureGates: get('feature-gates') ?? '',
+    maxRequestsInflight: parseInteger(
+      get('max-requests-inflight') ?? '400',
+      'max-requests-inflight',
+      0,
+      1_000_000,
+    ),
+    maxMutatingRequestsInflight: parseInteger(
+      get('max-mutating-requests-inflight') ?? '200',
+      'max-mutating-requests-inflight',
+      0,
+      1_000_000,
+    ),
+    shutdownDelayMs: parseDuration(get('shutdown-delay-duration') ?? '0', 'shutdown-delay-duration'),
+    livezGracePeriodMs: parseDuration(get('livez-grace-period') ?? '0', 'livez-grace-period'),
+    watchCacheEventsMax: parseInteger(get('watch-cache-size') ?? '10000', 'watch-cache-size', 10, 10_000_000),
+    ...(retention === undefined ? {} : { storeRetentionMs: parseDuration(retention, 'storage-retention') }),
+    logLevel: get('v') ?? 'info',
+  };
+}

@@ -1,0 +1,204 @@
+// Composition root of one API server: flags → store, kinds, registries, controllers, handler chain, HTTPS.
+// start() resolves once the server listens; close() runs the shutdown sequence (readyz fails, the delay
+// passes, listeners close, watches end, the store closes).
+
+import {
+  createSecureServer,
+  type Http2SecureServer,
+  type Http2ServerRequest,
+  type Http2ServerResponse,
+} from 'node:http2';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Socket } from 'node:net';
+import { pino, type Logger } from 'pino';
+import { openStore } from '../storage/index.js';
+import type { KVStore } from '../storage/contract.js';
+import { builtinKinds } from '../kinds/index.js';
+import { Registries } from '../registry/index.js';
+import { Discovery } from '../endpoints/discovery.js';
+import { OpenApi } from '../endpoints/openapi.js';
+import { Health } from '../endpoints/health.js';
+import { router } from '../endpoints/router.js';
+import { requestInfo } from '../endpoints/requestinfo.js';
+import type { RequestContext } from '../endpoints/context.js';
+import { buildChain } from '../filters/chain.js';
+import { loadTokenFile } from '../filters/authentication.js';
+import { systemClock, type Clock } from '../util/clock.js';
+import { Controllers } from '../controllers/index.js';
+import { prepareCredentials, writeAdminKubeconfig } from './certificates.js';
+import { parseFeatureGates } from './features.js';
+import type { ServeOptions } from './flags.js';
+import { Metrics } from './metrics.js';
+
+export const serverVersion = {
+  major: '1',
+  minor: '32',
+  gitVersion: 'v1.32.0-stoa.0.1.0',
+  gitCommit: '',
+  gitTreeState: 'clean',
+  buildDate: '2026-01-01T00:00:00Z',
+  goVersion: `node${process.versions.node}`,
+  compiler: 'tsc',
+  platform: `${process.platform}/${process.arch}`,
+};
+
+export interface RunningServer {
+  readonly port: number;
+  readonly url: string;
+  readonly kubeconfigPath: string | undefined;
+  readonly logger: Logger;
+  /** Graceful shutdown: readyz fails, --shutdown-delay-duration passes, then everything stops. */
+  close(): Promise<void>;
+}
+
+export async function startServer(options: ServeOptions, clock: Clock = systemClock): Promise<RunningServer> {
+  const logger = pino({ level: options.logLevel, base: { component: 'apiserver' } }, pino.destination(2));
+  const { gates, warnings } = parseFeatureGates(options.featureGates);
+  for (const w of warnings) logger.warn(w);
+  await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
+  const credentials = await prepareCredentials(options);
+  const tokens = await loadTokenFile(options.tokenAuthFile);
+  const metrics = new Metrics();
+  const rawStore: KVStore =
+    options.etcdServers.length > 0
+      ? await openStore({ engine: 'etcd', endpoints: options.etcdServers })
+      : await openStore({
+          engine: 'embedded',
+          dataDir: join(options.dataDir, 'store'),
+          ...(options.storeRetentionMs === undefined ? {} : { retentionMs: options.storeRetentionMs }),
+          progressIntervalMs: 5000,
+        });
+  const store = metrics.instrument(rawStore);
+  const ctx = { groupDomain: options.groupDomain, serviceClusterIpRange: options.serviceClusterIpRange };
+  const kinds = builtinKinds(ctx);
+  const registries = new Registries(kinds, store, clock, options.watchCacheEventsMax);
+  const health = new Health(
+    [
+      { name: 'ping', check: async () => {} },
+      { name: 'log', check: async () => {} },
+      {
+        name: 'etcd',
+        check: async () => {
+          await Promise.race([
+            store.status(),
+            new Promise((_resolve, reject) =>
+              setTimeout(() => reject(new Error('store timeout')), 2000).unref(),
+            ),
+          ]);
+        },
+      },
+    ],
+    ['start-watch-caches', 'bootstrap-default-namespaces', 'start-controllers'],
+    options.livezGracePeriodMs,
+    () => clock.monotonicMs(),
+  );
+
+  await registries.start();
+  health.hookCompleted('start-watch-caches');
+  health.hookCompleted('bootstrap-default-namespaces');
+  const controllers = new Controllers(registries, logger);
+  controllers.start();
+  health.hookCompleted('start-controllers');
+
+  let port = options.securePort;
+  const metaGroup = `meta.${options.groupDomain}`;
+  const activeWatches = new Set<() => void>();
+  const app = router({
+    registries,
+    discovery: new Discovery(kinds),
+    openapi: new OpenApi(kinds, options.groupDomain, serverVersion.gitVersion),
+    health,
+    metricsText: () => metrics.registry.metrics(),
+    version: serverVersion,
+    serverAddress: () => `${options.advertiseAddress ?? options.bindAddress}:${port}`,
+    groupDomain: options.groupDomain,
+    watchHooks: {
+      opened: () => metrics.watchers.inc({ verb: 'WATCH', group: '', resource: '' }),
+      closed: () => metrics.watchers.dec({ verb: 'WATCH', group: '', resource: '' }),
+    },
+  });
+  const handler = buildChain(app, {
+    logger,
+    metrics,
+    tokens,
+    maxRequestsInflight: options.maxRequestsInflight,
+    maxMutatingRequestsInflight: options.maxMutatingRequestsInflight,
+  });
+
+  const server: Http2SecureServer = createSecureServer(
+    {
+      allowHTTP1: true,
+      cert: credentials.servingCertPem,
+      key: credentials.servingKeyPem,
+      ca: credentials.clientCaPem,
+      requestCert: true,
+      rejectUnauthorized: false,
+      minVersion: 'TLSv1.2',
+    },
+    (req: Http2ServerRequest, res: Http2ServerResponse) => {
+      const url = new URL(req.url, 'https://localhost');
+      const ctx: RequestContext = {
+        req,
+        res,
+        url,
+        query: url.searchParams,
+        info: requestInfo(req.method, url.pathname, url.searchParams),
+        startMs: performance.now(),
+        warnings: [],
+        metricResource: '',
+        compression: gates.enabled('APIResponseCompression'),
+        metaGroup,
+      };
+      if (ctx.info.verb === 'watch') {
+        const end = (): void => {
+          if (!res.writableEnded) res.end();
+        };
+        activeWatches.add(end);
+        res.on('close', () => activeWatches.delete(end));
+      }
+      handler(ctx).catch((error: unknown) => logger.error({ err: error }, 'unhandled request error'));
+    },
+  );
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  server.on('sessionError', (error) => logger.debug({ err: error }, 'session error'));
+  server.on('tlsClientError', (error) => logger.debug({ err: error }, 'TLS client error'));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.securePort, options.bindAddress, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address();
+  port = typeof address === 'object' && address !== null ? address.port : options.securePort;
+  const host = options.bindAddress === '0.0.0.0' ? '127.0.0.1' : options.bindAddress;
+  const url = `https://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const kubeconfigPath = await writeAdminKubeconfig(options.dataDir, url, credentials);
+  logger.info({ url, port, groupDomain: options.groupDomain }, 'serving');
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      health.beginShutdown();
+      if (options.shutdownDelayMs > 0) await new Promise((r) => setTimeout(r, options.shutdownDelayMs));
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const end of activeWatches) end();
+      // Give in-flight requests a moment, then cut what is left (idle keep-alive connections, HTTP/2 sessions).
+      await Promise.race([closed, new Promise((r) => setTimeout(r, 2000))]);
+      for (const socket of sockets) socket.destroy();
+      await closed;
+      controllers.stop();
+      registries.close();
+      await store.close();
+      logger.info('stopped');
+      logger.flush();
+    })();
+    return closing;
+  };
+  return { port, url, kubeconfigPath, logger, close };
+}

@@ -1,0 +1,217 @@
+// The watch cache of one resource: the current objects and a bounded window of recent events, fed by one store
+// watch on the resource's key prefix. It serves watches, "any" reads and "not older than" reads; a "most
+// recent" read first confirms the store's current revision and waits until the cache has caught up to it.
+// Below its window, a watch answers 410 (the client lists again).
+
+import { assert } from '../util/assert.js';
+import type { Clock } from '../util/clock.js';
+import { revision, type Revision } from '../util/brand.js';
+import type { KeyValue, KVStore, StorageError, Watch, WatchResponse } from '../storage/contract.js';
+
+/** One change as the cache keeps it: the object is decoded once and shared by every watcher. */
+export interface CacheEvent<T> {
+  readonly type: 'ADDED' | 'MODIFIED' | 'DELETED';
+  readonly key: string;
+  readonly object: T;
+  /** The state before the change (MODIFIED and DELETED), for selector transitions. */
+  readonly previous?: T;
+  readonly revision: Revision;
+}
+
+export interface CacheEntry<T> {
+  readonly object: T;
+  readonly modRevision: Revision;
+}
+
+export type CacheListener<T> = (events: readonly CacheEvent<T>[], revision: Revision) => void;
+
+export interface WatchCacheOptions<T> {
+  readonly store: KVStore;
+  readonly prefix: string;
+  /** Decodes a stored value; `revision` is the key's modRevision (it becomes resourceVersion). */
+  readonly decode: (kv: KeyValue) => T;
+  /** Decodes a deleted object: its last state, with the delete's revision as resourceVersion. */
+  readonly decodeDeleted: (previous: KeyValue, deleteRevision: Revision) => T;
+  /** Events kept; the oldest revisions drop out first. */
+  readonly eventsMax: number;
+  readonly clock: Clock;
+  /** Called when the store watch ends for good (store closed, compacted under us); the cache is then stale. */
+  readonly onFailure?: (error: StorageError) => void;
+}
+
+export class WaitTimeout extends Error {
+  override readonly name = 'WaitTimeout';
+  constructor(readonly current: Revision) {
+    super(`cache at revision ${current}`);
+  }
+}
+
+export class WatchCache<T> {
+  private readonly objects = new Map<string, CacheEntry<T>>();
+  /** invariant: revisions ascending; every event with revision > windowStart is here. */
+  private readonly events: CacheEvent<T>[] = [];
+  private windowStart: Revision = revision(0);
+  private current: Revision = revision(0);
+  private readonly listeners = new Set<CacheListener<T>>();
+  private readonly waiters = new Set<{ revision: Revision; resolve: () => void }>();
+  private storeWatch: Watch | undefined;
+  private failed: StorageError | undefined;
+  private progressTimer: NodeJS.Timeout | undefined;
+
+  private constructor(private readonly options: WatchCacheOptions<T>) {}
+
+  static async start<T>(options: WatchCacheOptions<T>): Promise<WatchCache<T>> {
+    const cache = new WatchCache(options);
+    await cache.load();
+    return cache;
+  }
+
+  private async load(): Promise<void> {
+    const { store, prefix, decode } = this.options;
+    const result = await store.range({ prefix });
+    for (const kv of result.kvs)
+      this.objects.set(kv.key, { object: decode(kv), modRevision: kv.modRevision });
+    this.current = result.header.revision;
+    this.windowStart = result.header.revision;
+    this.storeWatch = store.watch(
+      { prefix },
+      { afterRevision: result.header.revision, prevKv: true, progressNotify: true },
+      (r) => this.onStore(r),
+    );
+    await this.storeWatch.ready;
+  }
+
+  private onStore(response: WatchResponse): void {
+    switch (response.type) {
+      case 'events': {
+        const batch: CacheEvent<T>[] = [];
+        for (const e of response.events) batch.push(this.apply(e.type, e.kv, e.prevKv));
+        const last = batch[batch.length - 1];
+        if (last !== undefined) this.advance(last.revision, batch);
+        return;
+      }
+      case 'progress':
+        if (response.revision > this.current) this.advance(response.revision, []);
+        return;
+      case 'canceled':
+        this.failed = response.error;
+        this.options.onFailure?.(response.error);
+        return;
+    }
+  }
+
+  private apply(type: 'put' | 'delete', kv: KeyValue, prevKv: KeyValue | undefined): CacheEvent<T> {
+    const existing = this.objects.get(kv.key);
+    if (type === 'put') {
+      const object = this.options.decode(kv);
+      this.objects.set(kv.key, { object, modRevision: kv.modRevision });
+      return existing === undefined
+        ? { type: 'ADDED', key: kv.key, object, revision: kv.modRevision }
+        : { type: 'MODIFIED', key: kv.key, object, previous: existing.object, revision: kv.modRevision };
+    }
+    this.objects.delete(kv.key);
+    const last = prevKv ?? undefined;
+    const object =
+      last !== undefined ? this.options.decodeDeleted(last, kv.modRevision) : (existing?.object as T);
+    assert(object !== undefined, `delete of unknown key ${kv.key}`);
+    return {
+      type: 'DELETED',
+      key: kv.key,
+      object,
+      ...(existing === undefined ? {} : { previous: existing.object }),
+      revision: kv.modRevision,
+    };
+  }
+
+  private advance(to: Revision, batch: readonly CacheEvent<T>[]): void {
+    assert(to >= this.current, 'cache revision went back');
+    this.current = to;
+    for (const e of batch) this.events.push(e);
+    // Keep the window bounded; drop whole revisions so windowStart stays exact.
+    while (this.events.length > this.options.eventsMax) {
+      const dropped = this.events[0]?.revision;
+      if (dropped === undefined) break;
+      while (this.events[0]?.revision === dropped) this.events.shift();
+      this.windowStart = dropped;
+    }
+    for (const listener of this.listeners) listener(batch, to);
+    for (const waiter of this.waiters) {
+      if (waiter.revision <= to) {
+        this.waiters.delete(waiter);
+        waiter.resolve();
+      }
+    }
+  }
+
+  get revision(): Revision {
+    return this.current;
+  }
+
+  /** The oldest revision a watch may start from (it receives every event after it). */
+  get oldestRevision(): Revision {
+    return this.windowStart;
+  }
+
+  get failure(): StorageError | undefined {
+    return this.failed;
+  }
+
+  /** Resolves once the cache has every change up to `target`; rejects with WaitTimeout after `timeoutMs`. */
+  async waitFor(target: Revision, timeoutMs: number): Promise<void> {
+    if (this.current >= target) return;
+    if (this.failed !== undefined) throw this.failed;
+    await new Promise<void>((resolve, reject) => {
+      const waiter = {
+        revision: target,
+        resolve: () => {
+          clearTimeout(timer);
+          clearInterval(nudge);
+          resolve();
+        },
+      };
+      const timer = setTimeout(() => {
+        this.waiters.delete(waiter);
+        clearInterval(nudge);
+        reject(new WaitTimeout(this.current));
+      }, timeoutMs);
+      // The store answers a progress request once it has delivered everything up to its current revision.
+      const nudge = setInterval(() => this.storeWatch?.requestProgress(), 100);
+      this.waiters.add(waiter);
+      this.storeWatch?.requestProgress();
+    });
+  }
+
+  /** The current objects, in key order, at `this.revision`. */
+  snapshot(prefix = ''): { revision: Revision; entries: CacheEntry<T>[] } {
+    const entries: [string, CacheEntry<T>][] = [];
+    for (const [key, entry] of this.objects) if (key.startsWith(prefix)) entries.push([key, entry]);
+    entries.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+    return { revision: this.current, entries: entries.map(([, e]) => e) };
+  }
+
+  get(key: string): CacheEntry<T> | undefined {
+    return this.objects.get(key);
+  }
+
+  /**
+   * Events after `after` (which must be >= oldestRevision), then every later batch, to `listener`; the
+   * listener is registered synchronously with the replay, so nothing is missed or repeated.
+   */
+  subscribe(
+    after: Revision,
+    listener: CacheListener<T>,
+  ): { replay: CacheEvent<T>[]; unsubscribe: () => void } {
+    assert(after >= this.windowStart, 'subscribe below the window');
+    const replay = this.events.filter((e) => e.revision > after);
+    this.listeners.add(listener);
+    return { replay, unsubscribe: () => this.listeners.delete(listener) };
+  }
+
+  close(): void {
+    if (this.progressTimer !== undefined) clearInterval(this.progressTimer);
+    this.storeWatch?.close();
+    this.listeners.clear();
+    for (const waiter of this.waiters) waiter.resolve();
+    this.waiters.clear();
+  }
+}

@@ -1,0 +1,794 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- JSON bodies of responses are read loosely in tests */
+// Proves the API server end to end over HTTPS against a real server process: authentication, health, discovery,
+// CRUD with Status errors, field validation, dry run, chunked lists and the resourceVersion rules, selectors,
+// Table, negotiation, gzip, watches, finalizers, garbage collection, namespace lifecycle, cluster IPs, limits.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import { request as httpsRequest } from 'node:https';
+import { send, startTestServer, watch, type TestServer } from './harness.js';
+
+let server: TestServer;
+let tokenDir: string;
+
+const cm = (name: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name, ...((extra.metadata) ?? {}) },
+  data: { k: 'v' },
+  ...Object.fromEntries(Object.entries(extra).filter(([k]) => k !== 'metadata')),
+});
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (let i = 0; i < 1000; i++) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+before(async () => {
+  tokenDir = await mkdtemp(join(tmpdir(), 'stoa-tokens-'));
+  await writeFile(
+    join(tokenDir, 'tokens.csv'),
+    'bob-token,bob,1001,"dev,qa"\nroot-token,root,1,system:masters\n',
+  );
+  server = await startTestServer([
+    '--token-auth-file',
+    join(tokenDir, 'tokens.csv'),
+    '--watch-cache-size',
+    '50',
+  ]);
+});
+
+after(async () => {
+  await server?.stop();
+  await rm(tokenDir, { recursive: true, force: true });
+});
+
+describe('authentication and authorization', () => {
+  test('no credentials: 401 on the API, health is public', async () => {
+    const r = await server.request('GET', '/api/v1/namespaces', { anonymous: true });
+    assert.equal(r.status, 401);
+    assert.equal(r.body.reason, 'Unauthorized');
+    assert.equal((await server.request('GET', '/healthz', { anonymous: true })).status, 200);
+  });
+  test('tokens: unknown token 401, non-master 403, master allowed', async () => {
+    const bad = await server.request('GET', '/api/v1/namespaces', {
+      anonymous: true,
+      headers: { authorization: 'Bearer nope' },
+    });
+    assert.equal(bad.status, 401);
+    const bob = await server.request('GET', '/api/v1/namespaces/default/pods', {
+      anonymous: true,
+      headers: { authorization: 'Bearer bob-token' },
+    });
+    assert.equal(bob.status, 403);
+    assert.equal(bob.body.reason, 'Forbidden');
+    assert.equal(
+      bob.body.message,
+      'pods is forbidden: User "bob" cannot list resource "pods" in API group "" in the namespace "default"',
+    );
+    const root = await server.request('GET', '/api/v1/namespaces', {
+      anonymous: true,
+      headers: { authorization: 'Bearer root-token' },
+    });
+    assert.equal(root.status, 200);
+  });
+});
+
+describe('health, version, metrics', () => {
+  test('verbose, exclude and single checks', async () => {
+    const v = await server.request('GET', '/readyz?verbose');
+    assert.equal(v.status, 200);
+    assert.match(v.text, /^\[\+\]ping ok$/m);
+    assert.match(v.text, /^\[\+\]etcd ok$/m);
+    assert.match(v.text, /^\[\+\]shutdown ok$/m);
+    assert.match(v.text, /readyz check passed\n$/);
+    const ex = await server.request('GET', '/livez?verbose&exclude=etcd');
+    assert.match(ex.text, /^\[\+\]etcd excluded: ok$/m);
+    assert.equal((await server.request('GET', '/livez')).text, 'ok');
+    const one = await server.request('GET', '/livez/etcd');
+    assert.equal(one.status, 200);
+    assert.equal(one.text, 'ok');
+    assert.equal((await server.request('GET', '/livez/nope')).status, 404);
+  });
+  test('version and metrics', async () => {
+    const v = await server.request('GET', '/version');
+    assert.equal(v.body.major, '1');
+    assert.equal(v.body.minor, '32');
+    await server.request('GET', '/api/v1/namespaces');
+    const m = await server.request('GET', '/metrics');
+    assert.match(
+      m.text,
+      /apiserver_request_total\{verb="LIST",group="",resource="namespaces",subresource="",code="200"\} \d+/,
+    );
+    assert.match(m.text, /apiserver_request_duration_seconds_bucket/);
+    assert.match(m.text, /etcd_request_duration_seconds_bucket\{le="[^"]+",operation="range"\}/);
+  });
+});
+
+describe('discovery and OpenAPI', () => {
+  test('core, groups, resources', async () => {
+    const api = await server.request('GET', '/api');
+    assert.deepEqual(api.body.versions, ['v1']);
+    const v1 = await server.request('GET', '/api/v1');
+    const pods = v1.body.resources.find((r: any) => r.name === 'pods');
+    assert.equal(pods.kind, 'Pod');
+    assert.equal(pods.namespaced, true);
+    assert.deepEqual(pods.shortNames, ['po']);
+    assert.ok(v1.body.resources.some((r: any) => r.name === 'pods/status'));
+    const apis = await server.request('GET', '/apis');
+    const names = apis.body.groups.map((g: any) => g.name);
+    assert.ok(
+      names.includes('apps') && names.includes('coordination.svc.io') && names.includes('events.svc.io'),
+    );
+    const apps = await server.request('GET', '/apis/apps/v1');
+    assert.equal(apps.body.resources[0].name, 'deployments');
+    const agg = await server.request('GET', '/apis', {
+      headers: {
+        accept: 'application/json;g=apidiscovery.svc.io;v=v2;as=APIGroupDiscoveryList,application/json',
+      },
+    });
+    assert.equal(agg.body.kind, 'APIGroupDiscoveryList');
+    assert.equal((await server.request('GET', '/apis/nope.svc.io/v1')).status, 404);
+  });
+  test('OpenAPI v2 and v3 carry the kind schemas', async () => {
+    const v2 = await server.request('GET', '/openapi/v2');
+    assert.ok(v2.body.definitions['io.svc.api.apps.v1.Deployment'].properties.spec);
+    const index = await server.request('GET', '/openapi/v3');
+    const url = index.body.paths['apis/apps/v1'].serverRelativeURL;
+    const doc = await server.request('GET', url);
+    assert.deepEqual(
+      doc.body.components.schemas['io.svc.api.apps.v1.Deployment']['x-kubernetes-group-version-kind'],
+      [{ group: 'apps', kind: 'Deployment', version: 'v1' }],
+    );
+  });
+});
+
+describe('CRUD and errors', () => {
+  test('create, get, conflict on stale update, merge patch, delete, not found', async () => {
+    const created = await server.request('POST', '/api/v1/namespaces/default/configmaps', {
+      body: cm('crud'),
+    });
+    assert.equal(created.status, 201);
+    assert.match(created.body.metadata.uid, /^[0-9a-f-]{36}$/);
+    assert.match(created.body.metadata.creationTimestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    const rv1 = created.body.metadata.resourceVersion;
+    const again = await server.request('POST', '/api/v1/namespaces/default/configmaps', { body: cm('crud') });
+    assert.equal(again.status, 409);
+    assert.equal(again.body.reason, 'AlreadyExists');
+    assert.equal(again.body.message, 'configmaps "crud" already exists');
+    assert.deepEqual(again.body.details, { name: 'crud', group: '', kind: 'configmaps' });
+    const updated = await server.request('PUT', '/api/v1/namespaces/default/configmaps/crud', {
+      body: { ...created.body, data: { k: 'v2' } },
+    });
+    assert.equal(updated.status, 200);
+    assert.ok(Number(updated.body.metadata.resourceVersion) > Number(rv1));
+    const stale = await server.request('PUT', '/api/v1/namespaces/default/configmaps/crud', {
+      body: { ...created.body, data: { k: 'v3' } },
+    });
+    assert.equal(stale.status, 409);
+    assert.equal(stale.body.reason, 'Conflict');
+    assert.match(
+      stale.body.message,
+      /the object has been modified; please apply your changes to the latest version and try again/,
+    );
+    const patched = await server.request('PATCH', '/api/v1/namespaces/default/configmaps/crud', {
+      body: { data: { extra: 'x', k: null } },
+      headers: { 'content-type': 'application/merge-patch+json' },
+    });
+    assert.equal(patched.status, 200);
+    assert.deepEqual(patched.body.data, { extra: 'x' });
+    const got = await server.request('GET', '/api/v1/namespaces/default/configmaps/crud');
+    assert.deepEqual(got.body.data, { extra: 'x' });
+    const deleted = await server.request('DELETE', '/api/v1/namespaces/default/configmaps/crud');
+    assert.equal(deleted.status, 200);
+    const gone = await server.request('GET', '/api/v1/namespaces/default/configmaps/crud');
+    assert.equal(gone.status, 404);
+    assert.deepEqual(
+      {
+        kind: gone.body.kind,
+        status: gone.body.status,
+        reason: gone.body.reason,
+        code: gone.body.code,
+        message: gone.body.message,
+      },
+      {
+        kind: 'Status',
+        status: 'Failure',
+        reason: 'NotFound',
+        code: 404,
+        message: 'configmaps "crud" not found',
+      },
+    );
+  });
+  test('generateName, validation (422 with causes), create in a missing namespace', async () => {
+    const g = await server.request('POST', '/api/v1/namespaces/default/configmaps', {
+      body: { metadata: { generateName: 'gen-' } },
+    });
+    assert.equal(g.status, 201);
+    assert.match(g.body.metadata.name, /^gen-[a-z0-9]{5}$/);
+    const bad = await server.request('POST', '/api/v1/namespaces/default/configmaps', {
+      body: cm('Bad_Name'),
+    });
+    assert.equal(bad.status, 422);
+    assert.equal(bad.body.reason, 'Invalid');
+    assert.equal(bad.body.details.causes[0].field, 'metadata.name');
+    const dep = await server.request('POST', '/apis/apps/v1/namespaces/default/deployments', {
+      body: { metadata: { name: 'd' }, spec: { replicas: 'x' } },
+    });
+    assert.equal(dep.status, 422);
+    const fields = dep.body.details.causes.map((c: any) => c.field).sort();
+    assert.deepEqual(fields, ['spec.replicas', 'spec.selector', 'spec.template']);
+    const missing = await server.request('POST', '/api/v1/namespaces/nowhere/configmaps', { body: cm('x') });
+    assert.equal(missing.status, 404);
+    assert.equal(missing.body.message, 'namespaces "nowhere" not found');
+  });
+  test('field validation: Warn headers, Strict 400 listing all, Ignore silent; duplicate JSON keys', async () => {
+    const body =
+      '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"fv1","name":"fv1"},"data":{},"bogus":1,"other":2}';
+    const warn = await server.request('POST', '/api/v1/namespaces/default/configmaps', { rawBody: body });
+    assert.equal(warn.status, 201);
+    const warnings = String(warn.headers.warning)
+      .split(/,(?= ?299)/)
+      .map((s) => s.trim());
+    assert.deepEqual(warnings.sort(), [
+      '299 - "duplicate field \\"metadata.name\\""',
+      '299 - "unknown field \\"bogus\\""',
+      '299 - "unknown field \\"other\\""',
+    ]);
+    assert.equal(warn.body.bogus, undefined);
+    const strict = await server.request(
+      'POST',
+      '/api/v1/namespaces/default/configmaps?fieldValidation=Strict',
+      { rawBody: body.replace(/fv1/g, 'fv2') },
+    );
+    assert.equal(strict.status, 400);
+    assert.equal(
+      strict.body.message,
+      'strict decoding error: unknown field "bogus", unknown field "other", duplicate field "metadata.name"',
+    );
+    const ignore = await server.request(
+      'POST',
+      '/api/v1/namespaces/default/configmaps?fieldValidation=Ignore',
+      { rawBody: body.replace(/fv1/g, 'fv3') },
+    );
+    assert.equal(ignore.status, 201);
+    assert.equal(ignore.headers.warning, undefined);
+  });
+  test('dryRun=All runs everything but the write', async () => {
+    const dry = await server.request('POST', '/api/v1/namespaces/default/configmaps?dryRun=All', {
+      body: cm('dry'),
+    });
+    assert.equal(dry.status, 201);
+    assert.equal((await server.request('GET', '/api/v1/namespaces/default/configmaps/dry')).status, 404);
+    await server.request('POST', '/api/v1/namespaces/default/configmaps', { body: cm('dry2') });
+    assert.equal(
+      (await server.request('DELETE', '/api/v1/namespaces/default/configmaps/dry2?dryRun=All')).status,
+      200,
+    );
+    assert.equal((await server.request('GET', '/api/v1/namespaces/default/configmaps/dry2')).status, 200);
+    const p = await server.request('PATCH', '/api/v1/namespaces/default/configmaps/dry2?dryRun=All', {
+      body: { data: { k: 'changed' } },
+      headers: { 'content-type': 'application/merge-patch+json' },
+    });
+    assert.equal(p.body.data.k, 'changed');
+    assert.equal(
+      (await server.request('GET', '/api/v1/namespaces/default/configmaps/dry2')).body.data.k,
+      'v',
+    );
+  });
+  test('delete preconditions', async () => {
+    const c = await server.request('POST', '/api/v1/namespaces/default/configmaps', { body: cm('pre') });
+    const wrong = await server.request('DELETE', '/api/v1/namespaces/default/configmaps/pre', {
+      body: { preconditions: { uid: 'x' } },
+    });
+    assert.equal(wrong.status, 409);
+    assert.match(wrong.body.message, /Precondition failed: UID in precondition: x/);
+    const ok = await server.request('DELETE', '/api/v1/namespaces/default/configmaps/pre', {
+      body: { preconditions: { uid: c.body.metadata.uid, resourceVersion: c.body.metadata.resourceVersion } },
+    });
+    assert.equal(ok.status, 200);
+  });
+  test('413 for a body over 3 MiB, 415 for an unknown content type, 406 for an unacceptable Accept', async () => {
+    const big = await server.request('POST', '/api/v1/namespaces/default/configmaps', {
+      rawBody: 'x'.repeat(3 * 1024 * 1024 + 1),
+    });
+    assert.equal(big.status, 413);
+    const bad = await server.request('POST', '/api/v1/namespaces/default/configmaps', {
+      rawBody: 'a',
+      headers: { 'content-type': 'text/plain' },
+    });
+    assert.equal(bad.status, 415);
+    const na = await server.request('GET', '/api/v1/namespaces', { headers: { accept: 'text/html' } });
+    assert.equal(na.status, 406);
+    assert.equal(na.body.reason, 'NotAcceptable');
+  });
+  test('YAML in and out', async () => {
+    const r = await server.request('POST', '/api/v1/namespaces/default/configmaps', {
+      rawBody: 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: yml\ndata:\n  a: b\n',
+      headers: { 'content-type': 'application/yaml', accept: 'application/yaml' },
+    });
+    assert.equal(r.status, 201);
+    assert.equal(r.headers['content-type'], 'application/yaml');
+    assert.match(r.text, /^ {2}name: yml$/m);
+  });
+});
+
+describe('lists', () => {
+  test('chunks: constant resourceVersion, remainingItemCount, continue, selectors omit the count', async () => {
+    await server.request('POST', '/api/v1/namespaces', { body: { metadata: { name: 'chunks' } } });
+    for (let i = 0; i < 5; i++) {
+      await server.request('POST', '/api/v1/namespaces/chunks/configmaps', {
+        body: cm(`c${i}`, { metadata: { labels: { parity: i % 2 === 0 ? 'even' : 'odd' } } }),
+      });
+    }
+    const first = await server.request('GET', '/api/v1/namespaces/chunks/configmaps?limit=2');
+    assert.equal(first.body.kind, 'ConfigMapList');
+    assert.deepEqual(
+      first.body.items.map((i: any) => i.metadata.name),
+      ['c0', 'c1'],
+    );
+    assert.equal(first.body.metadata.remainingItemCount, 3);
+    const rv = first.body.metadata.resourceVersion;
+    await server.request('POST', '/api/v1/namespaces/chunks/configmaps', { body: cm('c5') });
+    const second = await server.request(
+      'GET',
+      `/api/v1/namespaces/chunks/configmaps?limit=2&continue=${first.body.metadata.continue}`,
+    );
+    assert.equal(second.body.metadata.resourceVersion, rv);
+    assert.deepEqual(
+      second.body.items.map((i: any) => i.metadata.name),
+      ['c2', 'c3'],
+    );
+    const third = await server.request(
+      'GET',
+      `/api/v1/namespaces/chunks/configmaps?limit=2&continue=${second.body.metadata.continue}`,
+    );
+    assert.deepEqual(
+      third.body.items.map((i: any) => i.metadata.name),
+      ['c4'],
+    );
+    assert.equal(third.body.metadata.continue, undefined);
+    assert.equal(third.body.metadata.remainingItemCount, undefined);
+    const sel = await server.request(
+      'GET',
+      '/api/v1/namespaces/chunks/configmaps?limit=1&labelSelector=parity%3Deven',
+    );
+    assert.deepEqual(
+      sel.body.items.map((i: any) => i.metadata.name),
+      ['c0'],
+    );
+    assert.equal(sel.body.metadata.remainingItemCount, undefined);
+    assert.ok(sel.body.metadata.continue);
+    const exact = await server.request(
+      'GET',
+      `/api/v1/namespaces/chunks/configmaps?resourceVersion=${rv}&resourceVersionMatch=Exact`,
+    );
+    assert.equal(exact.body.metadata.resourceVersion, rv);
+    assert.equal(exact.body.items.length, 5);
+  });
+  test('the 400 cases of the resourceVersion table', async () => {
+    const first = await server.request('GET', '/api/v1/namespaces/chunks/configmaps?limit=1');
+    const withRv = await server.request(
+      'GET',
+      `/api/v1/namespaces/chunks/configmaps?limit=1&resourceVersion=5&continue=${first.body.metadata.continue}`,
+    );
+    assert.equal(withRv.status, 400);
+    const zero = await server.request(
+      'GET',
+      `/api/v1/namespaces/chunks/configmaps?limit=1&resourceVersion=0&continue=${first.body.metadata.continue}`,
+    );
+    assert.equal(zero.status, 200);
+    assert.equal(zero.body.metadata.resourceVersion, first.body.metadata.resourceVersion);
+    assert.equal(
+      (await server.request('GET', '/api/v1/configmaps?resourceVersionMatch=NotOlderThan')).status,
+      400,
+    );
+    assert.equal(
+      (await server.request('GET', '/api/v1/configmaps?resourceVersionMatch=Exact&resourceVersion=0')).status,
+      400,
+    );
+    assert.equal((await server.request('GET', '/api/v1/configmaps?continue=garbage')).status, 400);
+  });
+  test('label selectors and field selectors, across namespaces', async () => {
+    const odd = await server.request('GET', '/api/v1/configmaps?labelSelector=parity%20in%20(odd)');
+    assert.deepEqual(odd.body.items.map((i: any) => i.metadata.name).sort(), ['c1', 'c3']);
+    const notEven = await server.request(
+      'GET',
+      '/api/v1/namespaces/chunks/configmaps?labelSelector=parity!%3Deven',
+    );
+    assert.deepEqual(notEven.body.items.map((i: any) => i.metadata.name).sort(), ['c1', 'c3', 'c5']);
+    const noLabel = await server.request('GET', '/api/v1/namespaces/chunks/configmaps?labelSelector=!parity');
+    assert.deepEqual(
+      noLabel.body.items.map((i: any) => i.metadata.name),
+      ['c5'],
+    );
+    const byName = await server.request(
+      'GET',
+      '/api/v1/configmaps?fieldSelector=metadata.name%3Dc2,metadata.namespace%3Dchunks',
+    );
+    assert.deepEqual(
+      byName.body.items.map((i: any) => i.metadata.name),
+      ['c2'],
+    );
+    const badField = await server.request('GET', '/api/v1/configmaps?fieldSelector=spec.x%3D1');
+    assert.equal(badField.status, 400);
+    assert.equal(badField.body.message, 'field label not supported: spec.x');
+  });
+  test('a future resourceVersion waits, then 504 Too large resource version with Retry-After', async () => {
+    const r = await server.request('GET', '/api/v1/configmaps?resourceVersion=99999999');
+    assert.equal(r.status, 504);
+    assert.equal(r.body.reason, 'Timeout');
+    assert.match(r.body.message, /^Too large resource version: 99999999, current: \d+$/);
+    assert.equal(r.headers['retry-after'], '1');
+  });
+  test('Table output with per-kind columns and the default table; gzip when asked', async () => {
+    const t = await server.request('GET', '/api/v1/namespaces?includeObject=None', {
+      headers: { accept: 'application/json;as=Table;v=v1;g=meta.svc.io, application/json' },
+    });
+    assert.equal(t.body.kind, 'Table');
+    assert.equal(t.body.apiVersion, 'meta.svc.io/v1');
+    assert.deepEqual(
+      t.body.columnDefinitions.map((c: any) => c.name),
+      ['Name', 'Status', 'Age'],
+    );
+    assert.ok(t.body.rows.some((r: any) => r.cells[0] === 'default' && r.cells[1] === 'Active'));
+    const lease = await server.request('POST', '/apis/coordination.svc.io/v1/namespaces/default/leases', {
+      body: { metadata: { name: 'l' }, spec: { holderIdentity: 'me' } },
+    });
+    assert.equal(lease.status, 201);
+    const ev = await server.request('POST', '/apis/events.svc.io/v1/namespaces/default/events', {
+      body: {
+        metadata: { name: 'e' },
+        eventTime: '2026-01-01T00:00:00.000000Z',
+        reportingController: 'c',
+        reportingInstance: 'i',
+        action: 'a',
+        reason: 'r',
+        type: 'Normal',
+      },
+    });
+    assert.equal(ev.status, 201);
+    const d = await server.request('GET', '/apis/events.svc.io/v1/namespaces/default/events', {
+      headers: { accept: 'application/json;as=Table;v=v1;g=meta.svc.io' },
+    });
+    assert.deepEqual(
+      d.body.columnDefinitions.map((c: any) => [c.name, c.type]),
+      [
+        ['Name', 'string'],
+        ['Created At', 'date'],
+      ],
+    );
+    const gz = await new Promise<{ encoding: string | undefined; body: any }>((resolve, reject) => {
+      const req = httpsRequest(
+        `${server.url}/api/v1/namespaces`,
+        {
+          ca: server.admin.ca,
+          cert: server.admin.cert,
+          key: server.admin.key,
+          headers: { 'accept-encoding': 'gzip' },
+          agent: false,
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () =>
+            resolve({
+              encoding: res.headers['content-encoding'],
+              body: JSON.parse(gunzipSync(Buffer.concat(chunks)).toString()),
+            }),
+          );
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+    assert.equal(gz.encoding, 'gzip');
+    assert.equal(gz.body.kind, 'NamespaceList');
+  });
+});
+
+describe('watches', () => {
+  test('ADDED, MODIFIED, DELETED from a resourceVersion, with selector transitions', async () => {
+    await server.request('POST', '/api/v1/namespaces', { body: { metadata: { name: 'w1' } } });
+    const list = await server.request('GET', '/api/v1/namespaces/w1/configmaps');
+    const w = watch(
+      server,
+      `/api/v1/namespaces/w1/configmaps?watch=1&resourceVersion=${list.body.metadata.resourceVersion}&labelSelector=a%3D1`,
+    );
+    try {
+      assert.equal(await w.status, 200);
+      await server.request('POST', '/api/v1/namespaces/w1/configmaps', {
+        body: cm('x', { metadata: { labels: { a: '1' } } }),
+      });
+      await server.request('POST', '/api/v1/namespaces/w1/configmaps', { body: cm('other') });
+      await server.request('PATCH', '/api/v1/namespaces/w1/configmaps/x', {
+        body: { data: { k: '2' } },
+        headers: { 'content-type': 'application/merge-patch+json' },
+      });
+      await server.request('PATCH', '/api/v1/namespaces/w1/configmaps/x', {
+        body: { metadata: { labels: { a: '2' } } },
+        headers: { 'content-type': 'application/merge-patch+json' },
+      });
+      const events = [await w.next(), await w.next(), await w.next()];
+      assert.deepEqual(
+        events.map((e) => [e.type, e.object.metadata.name]),
+        [
+          ['ADDED', 'x'],
+          ['MODIFIED', 'x'],
+          ['DELETED', 'x'],
+        ],
+      );
+      assert.equal(events[1].object.data.k, '2');
+    } finally {
+      w.close();
+    }
+  });
+  test('sendInitialEvents: ADDED for existing objects, then the annotated BOOKMARK', async () => {
+    const w = watch(
+      server,
+      '/api/v1/namespaces/chunks/configmaps?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true',
+    );
+    try {
+      const names: string[] = [];
+      for (let i = 0; i < 6; i++) {
+        const e = await w.next();
+        assert.equal(e.type, 'ADDED');
+        names.push(e.object.metadata.name);
+      }
+      assert.deepEqual(names, ['c0', 'c1', 'c2', 'c3', 'c4', 'c5']);
+      const b = await w.next();
+      assert.equal(b.type, 'BOOKMARK');
+      assert.deepEqual(b.object.metadata.annotations, { 'svc.io/initial-events-end': 'true' });
+      assert.ok(Number(b.object.metadata.resourceVersion) > 0);
+      assert.deepEqual(Object.keys(b.object).sort(), ['apiVersion', 'kind', 'metadata']);
+    } finally {
+      w.close();
+    }
+  });
+  test('below the watch window: an ERROR event with 410 Expired; timeoutSeconds ends the stream with a bookmark', async () => {
+    // The window keeps 50 events (--watch-cache-size 50): write more than that, then ask for the beginning.
+    await server.request('POST', '/api/v1/namespaces', { body: { metadata: { name: 'w2' } } });
+    const start = await server.request('GET', '/api/v1/namespaces/w2/configmaps');
+    for (let i = 0; i < 60; i++)
+      await server.request('POST', '/api/v1/namespaces/w2/configmaps', { body: cm(`n${i}`) });
+    const old = watch(
+      server,
+      `/api/v1/namespaces/w2/configmaps?watch=1&resourceVersion=${start.body.metadata.resourceVersion}`,
+    );
+    const e = await old.next();
+    assert.equal(e.type, 'ERROR');
+    assert.equal(e.object.code, 410);
+    assert.equal(e.object.reason, 'Expired');
+    assert.match(e.object.message, /^too old resource version: \d+ \(\d+\)$/);
+    await old.ended;
+    const timed = watch(
+      server,
+      '/api/v1/namespaces/w2/configmaps?watch=1&resourceVersion=0&timeoutSeconds=1&allowWatchBookmarks=true&fieldSelector=metadata.name%3Dn0',
+    );
+    assert.equal((await timed.next()).type, 'ADDED');
+    assert.equal((await timed.next()).type, 'BOOKMARK');
+    await timed.ended;
+  });
+});
+
+describe('deletion', () => {
+  test('finalizers: 202 with deletionTimestamp, removed when the last finalizer goes', async () => {
+    await server.request('POST', '/api/v1/namespaces/default/configmaps', {
+      body: cm('fin', { metadata: { finalizers: ['example.com/hold'] } }),
+    });
+    const d = await server.request('DELETE', '/api/v1/namespaces/default/configmaps/fin');
+    assert.equal(d.status, 202);
+    assert.ok(d.body.metadata.deletionTimestamp);
+    assert.equal((await server.request('GET', '/api/v1/namespaces/default/configmaps/fin')).status, 200);
+    const p = await server.request('PATCH', '/api/v1/namespaces/default/configmaps/fin', {
+      body: { metadata: { finalizers: null } },
+      headers: { 'content-type': 'application/merge-patch+json' },
+    });
+    assert.equal(p.status, 200);
+    assert.equal((await server.request('GET', '/api/v1/namespaces/default/configmaps/fin')).status, 404);
+  });
+  test('garbage collection: Background deletes dependents, Orphan keeps them without the reference, Foreground deletes them first', async () => {
+    const owner = async (name: string): Promise<any> =>
+      (await server.request('POST', '/api/v1/namespaces/default/configmaps', { body: cm(name) })).body;
+    const dependent = async (name: string, o: any): Promise<void> => {
+      const r = await server.request('POST', '/api/v1/namespaces/default/configmaps', {
+        body: cm(name, {
+          metadata: {
+            ownerReferences: [
+              { apiVersion: 'v1', kind: 'ConfigMap', name: o.metadata.name, uid: o.metadata.uid },
+            ],
+          },
+        }),
+      });
+      assert.equal(r.status, 201);
+    };
+    const bg = await owner('owner-bg');
+    await dependent('dep-bg', bg);
+    await server.request('DELETE', '/api/v1/namespaces/default/configmaps/owner-bg');
+    await until('dep-bg deleted', async () =>
+      (await server.request('GET', '/api/v1/namespaces/default/configmaps/dep-bg')).status === 404
+        ? true
+        : undefined,
+    );
+    const or = await owner('owner-or');
+    await dependent('dep-or', or);
+    await server.request('DELETE', '/api/v1/namespaces/default/configmaps/owner-or?propagationPolicy=Orphan');
+    await until('owner-or deleted', async () =>
+      (await server.request('GET', '/api/v1/namespaces/default/configmaps/owner-or')).status === 404
+        ? true
+        : undefined,
+    );
+    const kept = await server.request('GET', '/api/v1/namespaces/default/configmaps/dep-or');
+    assert.equal(kept.status, 200);
+    assert.equal(kept.body.metadata.ownerReferences, undefined);
+    const fg = await owner('owner-fg');
+    await dependent('dep-fg', fg);
+    const d = await server.request('DELETE', '/api/v1/namespaces/default/configmaps/owner-fg', {
+      body: { propagationPolicy: 'Foreground' },
+    });
+    assert.equal(d.status, 202);
+    assert.deepEqual(d.body.metadata.finalizers, ['foregroundDeletion']);
+    await until('owner-fg deleted', async () =>
+      (await server.request('GET', '/api/v1/namespaces/default/configmaps/owner-fg')).status === 404
+        ? true
+        : undefined,
+    );
+    assert.equal((await server.request('GET', '/api/v1/namespaces/default/configmaps/dep-fg')).status, 404);
+  });
+  test('namespace lifecycle: Terminating, creates refused, contents deleted, then removed', async () => {
+    await server.request('POST', '/api/v1/namespaces', { body: { metadata: { name: 'doomed' } } });
+    await server.request('POST', '/api/v1/namespaces/doomed/configmaps', {
+      body: cm('a', { metadata: { finalizers: ['example.com/slow'] } }),
+    });
+    const d = await server.request('DELETE', '/api/v1/namespaces/doomed');
+    assert.equal(d.status, 202);
+    assert.equal(d.body.status.phase, 'Terminating');
+    const refused = await server.request('POST', '/api/v1/namespaces/doomed/configmaps', { body: cm('b') });
+    assert.equal(refused.status, 403);
+    assert.equal(
+      refused.body.message,
+      'configmaps "b" is forbidden: unable to create new content in namespace doomed because it is being terminated',
+    );
+    assert.equal(refused.body.details.causes[0].reason, 'NamespaceTerminating');
+    await until('cm a marked for deletion', async () =>
+      (await server.request('GET', '/api/v1/namespaces/doomed/configmaps/a')).body.metadata?.deletionTimestamp
+        ? true
+        : undefined,
+    );
+    assert.equal((await server.request('GET', '/api/v1/namespaces/doomed')).status, 200);
+    await server.request('PATCH', '/api/v1/namespaces/doomed/configmaps/a', {
+      body: { metadata: { finalizers: null } },
+      headers: { 'content-type': 'application/merge-patch+json' },
+    });
+    await until('namespace removed', async () =>
+      (await server.request('GET', '/api/v1/namespaces/doomed')).status === 404 ? true : undefined,
+    );
+  });
+  test('default namespaces exist', async () => {
+    const r = await server.request('GET', '/api/v1/namespaces');
+    const names = r.body.items.map((i: any) => i.metadata.name);
+    for (const n of ['default', 'kube-system', 'kube-public', 'kube-node-lease'])
+      assert.ok(names.includes(n), n);
+  });
+});
+
+describe('kinds', () => {
+  test('services get distinct cluster IPs from the range; a taken IP is refused; delete releases it', async () => {
+    const svc = (name: string, clusterIP?: string): unknown => ({
+      metadata: { name },
+      spec: { ports: [{ port: 80 }], ...(clusterIP === undefined ? {} : { clusterIP }) },
+    });
+    const a = await server.request('POST', '/api/v1/namespaces/default/services', { body: svc('a') });
+    const b = await server.request('POST', '/api/v1/namespaces/default/services', { body: svc('b') });
+    assert.equal(a.status, 201);
+    assert.match(a.body.spec.clusterIP, /^10\.0\.0\.\d+$/);
+    assert.notEqual(a.body.spec.clusterIP, b.body.spec.clusterIP);
+    assert.equal(a.body.spec.ports[0].targetPort, 80);
+    const taken = await server.request('POST', '/api/v1/namespaces/default/services', {
+      body: svc('c', a.body.spec.clusterIP),
+    });
+    assert.equal(taken.status, 422);
+    assert.match(taken.body.message, /provided IP is already allocated/);
+    const outside = await server.request('POST', '/api/v1/namespaces/default/services', {
+      body: svc('d', '192.168.0.1'),
+    });
+    assert.equal(outside.status, 422);
+    await server.request('DELETE', '/api/v1/namespaces/default/services/a');
+    const reuse = await server.request('POST', '/api/v1/namespaces/default/services', {
+      body: svc('c', a.body.spec.clusterIP),
+    });
+    assert.equal(reuse.status, 201);
+  });
+  test('pods: status sub-resource, field selectors on status.phase and spec.nodeName', async () => {
+    const pod = {
+      metadata: { name: 'p' },
+      spec: { nodeName: 'n1', containers: [{ name: 'c', image: 'busybox' }] },
+    };
+    const created = await server.request('POST', '/api/v1/namespaces/default/pods', { body: pod });
+    assert.equal(created.status, 201);
+    assert.equal(created.body.status.phase, 'Pending');
+    assert.equal(created.body.spec.containers[0].imagePullPolicy, 'Always');
+    const st = await server.request('PUT', '/api/v1/namespaces/default/pods/p/status', {
+      body: {
+        ...created.body,
+        status: { phase: 'Running' },
+        spec: { ...created.body.spec, nodeName: 'ignored' },
+      },
+    });
+    assert.equal(st.status, 200);
+    assert.equal(st.body.status.phase, 'Running');
+    assert.equal(st.body.spec.nodeName, 'n1');
+    const main = await server.request('PATCH', '/api/v1/namespaces/default/pods/p', {
+      body: { status: { phase: 'Failed' } },
+      headers: { 'content-type': 'application/merge-patch+json' },
+    });
+    assert.equal(main.body.status.phase, 'Running');
+    const running = await server.request(
+      'GET',
+      '/api/v1/pods?fieldSelector=status.phase%3DRunning,spec.nodeName%3Dn1',
+    );
+    assert.deepEqual(
+      running.body.items.map((i: any) => i.metadata.name),
+      ['p'],
+    );
+  });
+  test('create-on-PUT where the kind allows it (Lease), 404 where not (ConfigMap)', async () => {
+    const lease = await server.request(
+      'PUT',
+      '/apis/coordination.svc.io/v1/namespaces/default/leases/put-made',
+      { body: { metadata: { name: 'put-made' }, spec: {} } },
+    );
+    assert.equal(lease.status, 201);
+    const c = await server.request('PUT', '/api/v1/namespaces/default/configmaps/put-made', {
+      body: cm('put-made'),
+    });
+    assert.equal(c.status, 404);
+  });
+});
+
+describe('HTTP/2', () => {
+  test('many watches share one HTTP/2 connection', async () => {
+    const { connect } = await import('node:http2');
+    const session = connect(server.url, {
+      ca: server.admin.ca,
+      cert: server.admin.cert,
+      key: server.admin.key,
+    });
+    try {
+      const streams = Array.from({ length: 20 }, () =>
+        session.request({
+          ':path':
+            '/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=0&fieldSelector=metadata.name%3Dh2',
+        }),
+      );
+      const seen = streams.map(
+        (s) =>
+          new Promise<string>((resolve, reject) => {
+            let buf = '';
+            s.on('data', (c: Buffer) => {
+              buf += c.toString();
+              if (buf.includes('\n')) resolve(JSON.parse(buf.slice(0, buf.indexOf('\n'))).type);
+            });
+            s.on('error', reject);
+          }),
+      );
+      await new Promise((r) => setTimeout(r, 200));
+      await send(server.url, server.admin, 'POST', '/api/v1/namespaces/default/configmaps', {
+        body: cm('h2'),
+      });
+      assert.deepEqual(await Promise.all(seen), Array(20).fill('ADDED'));
+      for (const s of streams) s.close();
+    } finally {
+      session.close();
+    }
+  });
+});
