@@ -9,6 +9,7 @@ import type { Discovery } from './discovery.js';
 import type { Health, HealthEndpoint } from './health.js';
 import type { OpenApi } from './openapi.js';
 import { serveResource, type ResourceDeps } from './resource.js';
+import { adminPrefix } from './admin.js';
 
 export interface RouterDeps extends ResourceDeps {
   readonly registries: Registries;
@@ -18,6 +19,8 @@ export interface RouterDeps extends ResourceDeps {
   readonly metricsText: () => Promise<string>;
   readonly version: Record<string, string>;
   readonly serverAddress: () => string;
+  /** /stoa/admin/v1/...: cluster administration (src/endpoints/admin.ts). */
+  readonly admin?: Handler;
 }
 
 const healthEndpoints = new Set<string>(['healthz', 'livez', 'readyz']);
@@ -45,6 +48,13 @@ export function router(deps: RouterDeps): Handler {
       const registry = deps.registries.find(info.group, info.version, info.resource);
       if (registry === undefined) throw errors.pathNotFound();
       await serveResource(ctx, registry, info, deps);
+      return;
+    }
+    if (
+      deps.admin !== undefined &&
+      (ctx.url.pathname === adminPrefix || ctx.url.pathname.startsWith(`${adminPrefix}/`))
+    ) {
+      await deps.admin(ctx);
       return;
     }
     const method = ctx.req.method ?? 'GET';

@@ -1,5 +1,12 @@
 // `stoa serve` flags, parsed in one place. Names are kube-apiserver's; unknown flags are an error naming the flag.
 
+import {
+  clusterFlagNames,
+  clusterUsage,
+  parseClusterFlags,
+  type ClusterServeOptions,
+} from './cluster-flags.js';
+
 export interface ServeOptions {
   readonly bindAddress: string;
   /** 0 = pick a free port (printed on start). */
@@ -23,6 +30,8 @@ export interface ServeOptions {
   /** Store history kept before automatic compaction. */
   readonly storeRetentionMs?: number;
   readonly logLevel: string;
+  /** Set when the node is a member of a replicated cluster (--initial-cluster given). */
+  readonly cluster?: ClusterServeOptions;
 }
 
 export const serveUsage = `usage: stoa serve [flags]
@@ -47,7 +56,7 @@ flags:
   --watch-cache-size N                   events kept per resource in the watch cache (default 10000)
   --storage-retention D                  store history kept before compaction (default 5m)
   --v LEVEL                              log level: info, debug, warn (default info)
-`;
+${clusterUsage}`;
 
 export class FlagError extends Error {
   override readonly name = 'FlagError';
@@ -100,6 +109,7 @@ export function parseServeFlags(argv: readonly string[]): ServeOptions | 'help' 
     'watch-cache-size',
     'storage-retention',
     'v',
+    ...clusterFlagNames,
   ]);
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] ?? '';
@@ -129,6 +139,7 @@ export function parseServeFlags(argv: readonly string[]): ServeOptions | 'help' 
     return v === undefined ? {} : { [name.replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase())]: v };
   };
   const retention = get('storage-retention');
+  const cluster = parseClusterFlags(get);
   return {
     bindAddress: get('bind-address') ?? '127.0.0.1',
     securePort: parseInteger(get('secure-port') ?? '6443', 'secure-port', 0, 65535),
@@ -159,5 +170,6 @@ export function parseServeFlags(argv: readonly string[]): ServeOptions | 'help' 
     watchCacheEventsMax: parseInteger(get('watch-cache-size') ?? '10000', 'watch-cache-size', 10, 10_000_000),
     ...(retention === undefined ? {} : { storeRetentionMs: parseDuration(retention, 'storage-retention') }),
     logLevel: get('v') ?? 'info',
+    ...(cluster === undefined ? {} : { cluster }),
   };
 }

@@ -3,6 +3,8 @@
 
 import { FlagError, parseServeFlags, serveUsage } from './flags.js';
 import { startServer } from './server.js';
+import { runMemberCommand } from './member-command.js';
+import { runClusterCommand } from '../../cluster/command.js';
 
 const usage = `usage: stoa <command> [flags]
 
@@ -23,6 +25,10 @@ async function main(argv: readonly string[]): Promise<number> {
       return command === undefined ? 2 : 0;
     case 'serve':
       return serve(argv.slice(1));
+    case 'cluster':
+      return runClusterCommand(argv.slice(1));
+    case 'member':
+      return runMemberCommand(argv.slice(1));
     default:
       process.stderr.write(`stoa: unknown command "${command}"\n\n${usage}`);
       return 2;
@@ -62,6 +68,12 @@ async function serve(argv: readonly string[]): Promise<number> {
   });
   return 0;
 }
+
+// A closed stdout (`| head`) ends the program quietly instead of with a stack trace.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code === 'EPIPE') process.exit(0);
+  throw error;
+});
 
 main(process.argv.slice(2)).then(
   (code) => {

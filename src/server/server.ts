@@ -9,11 +9,8 @@ import {
   type Http2ServerResponse,
 } from 'node:http2';
 import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { Socket } from 'node:net';
 import { pino, type Logger } from 'pino';
-import { openStore } from '../storage/index.js';
-import type { KVStore } from '../storage/contract.js';
 import { builtinKinds } from '../kinds/index.js';
 import { Registries } from '../registry/index.js';
 import { Discovery } from '../endpoints/discovery.js';
@@ -30,6 +27,8 @@ import { prepareCredentials, writeAdminKubeconfig } from './certificates.js';
 import { parseFeatureGates } from './features.js';
 import type { ServeOptions } from './flags.js';
 import { Metrics } from './metrics.js';
+import { openServerStore } from './store.js';
+import { adminHandler } from '../endpoints/admin.js';
 
 export const serverVersion = {
   major: '1',
@@ -60,15 +59,7 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
   const credentials = await prepareCredentials(options);
   const tokens = await loadTokenFile(options.tokenAuthFile);
   const metrics = new Metrics();
-  const rawStore: KVStore =
-    options.etcdServers.length > 0
-      ? await openStore({ engine: 'etcd', endpoints: options.etcdServers })
-      : await openStore({
-          engine: 'embedded',
-          dataDir: join(options.dataDir, 'store'),
-          ...(options.storeRetentionMs === undefined ? {} : { retentionMs: options.storeRetentionMs }),
-          progressIntervalMs: 5000,
-        });
+  const { store: rawStore, replica, engine } = await openServerStore(options, logger);
   const store = metrics.instrument(rawStore);
   const ctx = { groupDomain: options.groupDomain, serviceClusterIpRange: options.serviceClusterIpRange };
   const kinds = builtinKinds(ctx);
@@ -113,6 +104,7 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
     version: serverVersion,
     serverAddress: () => `${options.advertiseAddress ?? options.bindAddress}:${port}`,
     groupDomain: options.groupDomain,
+    admin: adminHandler(replica, engine),
     watchHooks: {
       opened: () => metrics.watchers.inc({ verb: 'WATCH', group: '', resource: '' }),
       closed: () => metrics.watchers.dec({ verb: 'WATCH', group: '', resource: '' }),
