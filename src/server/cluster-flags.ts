@@ -14,6 +14,7 @@ export interface ClusterServeOptions {
   readonly heartbeatIntervalMs: number;
   readonly electionTimeoutMs: number;
   readonly snapshotCount: number;
+  readonly snapshotCatchUpEntries: number;
   readonly peerCertFile: string;
   readonly peerKeyFile: string;
   readonly peerTrustedCaFile: string;
@@ -29,6 +30,7 @@ export const clusterFlagNames = [
   'heartbeat-interval',
   'election-timeout',
   'snapshot-count',
+  'experimental-snapshot-catchup-entries',
   'peer-cert-file',
   'peer-key-file',
   'peer-trusted-ca-file',
@@ -45,6 +47,8 @@ cluster flags (etcd's names; given --initial-cluster, the store is a Raft member
   --heartbeat-interval MS                Raft heartbeat and tick (default 100)
   --election-timeout MS                  Raft election timeout (default 1000)
   --snapshot-count N                     applied entries between snapshots (default 10000)
+  --experimental-snapshot-catchup-entries N
+                                         entries kept behind a snapshot for slow followers (default 5000)
   --peer-cert-file FILE                  this member's peer certificate (server and client auth)
   --peer-key-file FILE                   its key
   --peer-trusted-ca-file FILE            the CA that signs every member's peer certificate
@@ -129,6 +133,12 @@ export function parseClusterFlags(
     heartbeatIntervalMs,
     electionTimeoutMs,
     snapshotCount: integer(get('snapshot-count') ?? '10000', 'snapshot-count', 1, 100_000_000),
+    snapshotCatchUpEntries: integer(
+      get('experimental-snapshot-catchup-entries') ?? '5000',
+      'experimental-snapshot-catchup-entries',
+      1,
+      100_000_000,
+    ),
     peerCertFile: get('peer-cert-file') ?? '',
     peerKeyFile: get('peer-key-file') ?? '',
     peerTrustedCaFile: get('peer-trusted-ca-file') ?? '',

@@ -42,6 +42,7 @@ export async function openServerStore(options: ServeOptions, logger: Logger): Pr
       heartbeatIntervalMs: cluster.heartbeatIntervalMs,
       electionTimeoutMs: cluster.electionTimeoutMs,
       snapshotCount: cluster.snapshotCount,
+      snapshotCatchUpEntries: cluster.snapshotCatchUpEntries,
       ...(options.storeRetentionMs === undefined ? {} : { retentionMs: options.storeRetentionMs }),
       watchProgressIntervalMs: 5000,
       logger: logger.child({ component: 'replica' }),
