@@ -152,9 +152,9 @@ test('a member is added as a learner, promoted, and a removed member stops servi
   const dir = await tempDir('cluster-members');
   const basePort = await freeBasePort(4);
   const log = (): void => undefined;
-  let joiner: ChildProcess | undefined;
+  const children: ChildProcess[] = [];
   t.after(async () => {
-    if (joiner !== undefined && joiner.exitCode === null) joiner.kill('SIGKILL');
+    for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
     await down(dir.path, log).catch(() => undefined);
     await dir.remove();
   });
@@ -199,9 +199,9 @@ test('a member is added as a learner, promoted, and a removed member stops servi
     f === '--initial-cluster-state=new' ? '--initial-cluster-state=existing' : f,
   );
   const logFd = openSync(join(dir.path, 'node-4.log'), 'a');
-  joiner = spawn(process.execPath, [stoa, 'serve', ...flags, ...fastRaft], {
-    stdio: ['ignore', logFd, logFd],
-  });
+  children.push(
+    spawn(process.execPath, [stoa, 'serve', ...flags, ...fastRaft], { stdio: ['ignore', logFd, logFd] }),
+  );
   closeSync(logFd);
   const node4Url = `https://127.0.0.1:${node4.apiPort}`;
   await waitFor('node-4 to catch up as a learner', async () => {

@@ -13,6 +13,7 @@ export function httpsJson(
   method = 'GET',
   body?: unknown,
   timeoutMs = 10_000,
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read arbitrary JSON replies by path
 ): Promise<{ status: number; body: any }> {
   return new Promise((resolve, reject) => {
     const payload = body === undefined ? undefined : JSON.stringify(body);
