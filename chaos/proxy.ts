@@ -7,7 +7,8 @@
 // - partition: nothing is forwarded in either direction, on existing and new connections. Bytes are held, not
 //   dropped (the proxy stops reading, so TCP backpressure reaches the sender), as a real network partition
 //   stalls TCP streams while the kernel retransmits. New connections are accepted but get no answer (a
-//   blackhole, not a refusal). On heal, held bytes flow on, unless an endpoint gave up on the connection.
+//   blackhole, not a refusal). An endpoint that closes is not reported to the other side until heal. On heal,
+//   held bytes flow on, unless an endpoint gave up on the connection (then the other side sees it close).
 // - delay: each chunk is forwarded delayMs plus a random [0, jitterMs) later; order within a stream is kept
 //   (a chunk never overtakes an earlier one, as in TCP).
 // - loss: each forwarded chunk, with the given probability, makes the proxy reset the connection (RST) instead:
@@ -121,6 +122,8 @@ class Pipe {
 
 class Connection {
   closed = false;
+  /** An endpoint closed or failed while partitioned: the other one must not learn it before heal. */
+  private endpointGone = false;
   private readonly pipes: Pipe[];
 
   constructor(
@@ -129,17 +132,23 @@ class Connection {
     private readonly proxy: FaultProxy,
   ) {
     this.pipes = [new Pipe(client, upstream, proxy, this), new Pipe(upstream, client, proxy, this)];
+    // Once one side is closed there is nobody to forward to; but across a partition the news cannot travel.
+    const gone = (): void => {
+      if (this.proxy.fault.kind === 'partition') this.endpointGone = true;
+      else this.destroy();
+    };
     for (const socket of [client, upstream]) {
-      socket.on('error', () => this.destroy());
-      socket.on('close', () => {
-        // Once one side is fully closed there is nobody to forward to.
-        if (client.destroyed || upstream.destroyed) this.destroy();
-      });
+      socket.on('error', gone);
+      socket.on('close', gone);
     }
   }
 
   /** Applies a new fault to held bytes and paused sources. */
   refresh(): void {
+    if (this.endpointGone && this.proxy.fault.kind !== 'partition') {
+      this.destroy();
+      return;
+    }
     for (const pipe of this.pipes) pipe.pump();
   }
 

@@ -199,3 +199,37 @@ test('a partitioned link backs up into a bounded queue that drops and counts; it
   await waitFor('a message after heal', () => c.seqs(ids.b, ids.a).includes(1000), 20_000);
   assert.ok(increasing(c.seqs(ids.b, ids.a)));
 });
+
+test('a peer that restarts behind a blackholed connection is redialled at once, not after the keepalive timeout', async (t) => {
+  // Keepalive timeout far beyond the test: only the incarnation in the restarted peer's hello can reveal it.
+  const limits = { keepaliveTimeoutMs: 60_000 };
+  const c = await cluster(t, limits);
+  c.send(ids.a, ids.b, 1);
+  await waitFor('A->B connected', () => c.seqs(ids.b, ids.a).length === 1);
+  c.mesh.cutOneWay(ids.a, ids.b); // A's connection to B is held open by the proxy: A cannot see B go
+  const bPort = c.node(ids.b).transport.address?.port ?? 0;
+  await c.node(ids.b).transport.close();
+
+  const restarted = await PeerTransport.create<TestMessage>({
+    clusterId: 'mesh',
+    nodeId: ids.b,
+    tls: await pki.tlsFor('node-2'),
+    listen: { host: '127.0.0.1', port: bPort },
+    random: seededRandom(99),
+    limits: { ...fastLimits, ...limits },
+  });
+  t.after(() => restarted.close());
+  const received: TestMessage[] = [];
+  restarted.onMessage((m) => received.push(m));
+  for (const [peer, url] of c.mesh.peerUrlsFor(ids.b)) restarted.addPeer(peer, url);
+  assert.equal(c.node(ids.a).transport.stats().peers.get(ids.b)?.connected, true);
+  restarted.send([{ from: ids.b, to: ids.a, seq: 5 }]);
+  await waitFor('the restarted B reaches A', () => c.seqs(ids.a, ids.b).includes(5));
+  await waitFor(
+    'A drops its connection to the old B',
+    () => c.node(ids.a).transport.stats().peers.get(ids.b)?.connected === false,
+  );
+  c.mesh.healAll();
+  c.send(ids.a, ids.b, 6);
+  await waitFor('A reaches the restarted B', () => received.some((m) => m.seq === 6));
+});
