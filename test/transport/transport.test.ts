@@ -5,7 +5,13 @@ import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import * as tls from 'node:tls';
 import { once } from 'node:events';
-import { PeerTransport, type PeerTlsOptions, type TransportLimits } from '../../src/transport/index.js';
+import { Registry } from 'prom-client';
+import {
+  PeerTransport,
+  registerTransportMetrics,
+  type PeerTlsOptions,
+  type TransportLimits,
+} from '../../src/transport/index.js';
 import { encodeControlFrame } from '../../src/transport/framing.js';
 import { seededRandom } from '../../src/util/clock.js';
 import type { NodeId } from '../../src/util/brand.js';
@@ -322,4 +328,25 @@ test('a message not from the authenticated peer, or a hello meant for another no
     a.received.map((m) => m.seq),
     [1],
   );
+});
+
+test('per-peer stats are exported as Prometheus metrics at scrape time', async (t) => {
+  const a = await start(t, ids.a, { limits: { queueMessagesMax: 3 } });
+  const b = await start(t, ids.b);
+  const registry = new Registry();
+  registerTransportMetrics(registry, () => a.transport.stats());
+  a.transport.addPeer(ids.b, peerUrl(b.port));
+  b.transport.addPeer(ids.a, peerUrl(a.port));
+  // Five in one turn: three fit the queue, two are dropped.
+  a.transport.send([1, 2, 3, 4, 5].map((seq) => ({ from: ids.a, to: ids.b, seq })));
+  a.transport.send([{ from: ids.a, to: ids.c, seq: 6 }]);
+  b.transport.send([{ from: ids.b, to: ids.a, seq: 1 }]);
+  await waitFor('delivered', () => b.received.length === 3 && a.received.length === 1);
+  const text = await registry.metrics();
+  assert.match(text, /stoa_peer_sent_messages_total\{peer="2"\} 3/);
+  assert.match(text, /stoa_peer_dropped_messages_total\{peer="2"\} 2/);
+  assert.match(text, /stoa_peer_received_messages_total\{peer="2"\} 1/);
+  assert.match(text, /stoa_peer_queue_messages\{peer="2"\} 0/);
+  assert.match(text, /stoa_peer_connected\{peer="2"\} 1/);
+  assert.match(text, /stoa_peer_dropped_unknown_messages_total 1/);
 });
