@@ -6,3 +6,4 @@ export type { PeerMessage } from './framing.js';
 export { silentLogger, defaultTransportLimits } from './options.js';
 export type { Logger, PeerTlsOptions, TransportLimits, TransportOptions } from './options.js';
 export { loadPeerTlsFiles } from './tls-files.js';
+export { registerTransportMetrics } from './metrics.js';

@@ -83,6 +83,8 @@ export class PeerLink {
   private reconnectTimer: NodeJS.Timeout | undefined;
   private handshakeTimer: NodeJS.Timeout | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
+  private idleCheck: NodeJS.Immediate | undefined;
+  private lastHeardMs = 0;
   private flushImmediate: NodeJS.Immediate | undefined;
   private lastError = '';
   private consecutiveFailures = 0;
@@ -217,6 +219,7 @@ export class PeerLink {
     const decoder = new FrameDecoder(limits.frameBytesMax);
     socket.on('data', (chunk: Buffer) => {
       if (!live()) return;
+      this.lastHeardMs = performance.now();
       this.idleTimer?.refresh();
       const error = decoder.push(chunk, (payload) => {
         if (live()) this.onFrame(payload);
@@ -285,10 +288,25 @@ export class PeerLink {
       'peer connection established',
     );
     this.consecutiveFailures = 0;
-    this.idleTimer = setTimeout(() => {
-      if (this.phase === 'open') this.fail(`no data from peer for ${limits.keepaliveTimeoutMs} ms`);
-    }, limits.keepaliveTimeoutMs);
+    this.lastHeardMs = performance.now();
+    this.idleTimer = setTimeout(() => this.checkIdle(), limits.keepaliveTimeoutMs);
     this.scheduleFlush();
+  }
+
+  /**
+   * The idle timer fired. If this process was stalled (GC, a long synchronous task), keepalives may be waiting
+   * unread in the socket: timers run before I/O in an event loop turn, so decide only after the next I/O phase.
+   */
+  private checkIdle(): void {
+    if (this.idleCheck !== undefined) return;
+    this.idleCheck = setImmediate(() => {
+      this.idleCheck = undefined;
+      if (this.phase !== 'open') return;
+      const silentMs = performance.now() - this.lastHeardMs;
+      const { keepaliveTimeoutMs } = this.context.limits;
+      if (silentMs >= keepaliveTimeoutMs) this.fail(`no data from peer for ${Math.round(silentMs)} ms`);
+      else this.idleTimer?.refresh();
+    });
   }
 
   /** Abandons the current connection (attempt) and schedules a redial with backoff. */
@@ -322,8 +340,10 @@ export class PeerLink {
   private clearConnectionTimers(): void {
     clearTimeout(this.handshakeTimer);
     clearTimeout(this.idleTimer);
+    if (this.idleCheck !== undefined) clearImmediate(this.idleCheck);
     this.handshakeTimer = undefined;
     this.idleTimer = undefined;
+    this.idleCheck = undefined;
   }
 
   private scheduleFlush(): void {

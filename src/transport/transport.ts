@@ -64,6 +64,8 @@ export class PeerTransport<M extends PeerMessage> {
   /** Every raw connection the listener holds, authenticated or not, so close() can end them. */
   private readonly rawSockets = new Set<net.Socket>();
   private readonly inbound = new Set<Inbound>();
+  /** Links of removed peers still closing; close() waits for them too. */
+  private readonly closingLinks = new Set<Promise<void>>();
   private handler: (message: M) => void = () => undefined;
   private server: tls.Server | undefined;
   private listenAddress: { host: string; port: number } | undefined;
@@ -130,7 +132,9 @@ export class PeerTransport<M extends PeerMessage> {
     const link = this.links.get(id);
     if (link === undefined) return;
     this.links.delete(id);
-    void link.close();
+    const closing = link.close();
+    this.closingLinks.add(closing);
+    void closing.then(() => this.closingLinks.delete(closing));
     for (const connection of this.inbound) {
       if (connection.peerId === id) this.closeInbound(connection);
     }
@@ -169,7 +173,7 @@ export class PeerTransport<M extends PeerMessage> {
 
   private async closeOnce(): Promise<void> {
     this.closed = true;
-    const waits: Promise<void>[] = [];
+    const waits: Promise<void>[] = [...this.closingLinks];
     for (const link of this.links.values()) waits.push(link.close());
     this.links.clear();
     for (const connection of this.inbound) this.closeInbound(connection);
