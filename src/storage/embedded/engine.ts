@@ -101,6 +101,8 @@ export class EmbeddedStore implements KVStore {
   private readonly retentionMs: number;
   private readonly samples: Array<{ timeMs: number; revision: Revision }> = [];
   private readonly sampler: NodeJS.Timeout | undefined;
+  /** Group-commit counters: LevelDB batches written with sync, and the txns they carried. */
+  readonly writeStats = { batches: 0, txns: 0 };
 
   constructor(
     private readonly db: Db,
@@ -233,6 +235,8 @@ export class EmbeddedStore implements KVStore {
         return;
       }
       this.mvcc.committed(batch);
+      this.writeStats.batches++;
+      this.writeStats.txns += applied.length;
       this.hub.publish(changes, this.mvcc.revision);
     }
     for (const { item, result } of applied) {
