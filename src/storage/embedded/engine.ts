@@ -207,6 +207,15 @@ export class EmbeddedStore implements KVStore {
     const batch = this.mvcc.begin();
     const applied: Array<{ item: Pending; result?: TxnResult }> = [];
     const changes: RevisionChanges[] = [];
+    try {
+      await this.mvcc.prefetch(
+        batch,
+        group.flatMap((item) => (item.kind === 'txn' ? [item.request] : [])),
+      );
+    } catch {
+      // A corrupt record among them: applying the txn that needs it reports the error to that txn alone.
+      batch.committedCache.clear();
+    }
     for (const item of group) {
       try {
         if (item.kind === 'txn') {
