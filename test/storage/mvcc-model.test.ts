@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { openEmbeddedStore } from '../../src/storage/embedded/engine.js';
 import { revision } from '../../src/util/brand.js';
-import type { TxnOp, TxnRequest } from '../../src/storage/contract.js';
+import type { KeyValue, TxnOp, TxnRequest } from '../../src/storage/contract.js';
 import { tempDir } from '../support/tmp.js';
 import { recordWatch } from '../support/watch.js';
 
@@ -67,12 +67,24 @@ function dedupe(ops: TxnOp[]): TxnOp[] {
   );
 }
 
-/** Applies a txn to the model; returns the new state (or the same one) and whether compares held. */
-function applyModel(state: State, request: TxnRequest, next: number): { state: State; succeeded: boolean } {
+/** Applies a txn to the model; returns the new state (or the same one), whether compares held, range results. */
+function applyModel(
+  state: State,
+  request: TxnRequest,
+  next: number,
+): { state: State; succeeded: boolean; ranges: string[] } {
   const succeeded = request.compare.every((c) => (state.get(c.key)?.version ?? 0) === c.value);
   const after = new Map(state);
   let wrote = false;
+  const ranges: string[] = [];
   for (const o of succeeded ? request.success : request.failure) {
+    if (o.type === 'range' && 'prefix' in o.span) {
+      const prefix = o.span.prefix;
+      const all = sorted(new Map([...after].filter(([k]) => k.startsWith(prefix))));
+      const limit = o.options?.limit ?? 0;
+      const kvs = limit > 0 ? all.slice(0, limit) : all;
+      ranges.push(JSON.stringify({ kvs, more: kvs.length < all.length, count: all.length }));
+    }
     if (o.type === 'put') {
       const prev = after.get(o.key);
       after.set(o.key, {
@@ -91,8 +103,11 @@ function applyModel(state: State, request: TxnRequest, next: number): { state: S
       }
     }
   }
-  return { state: wrote ? after : state, succeeded };
+  return { state: wrote ? after : state, succeeded, ranges };
 }
+
+const show = (kv: KeyValue): string =>
+  `${kv.key}=${Buffer.from(kv.value).toString()}@${kv.createRevision}/${kv.modRevision}/v${kv.version}`;
 
 const sorted = (state: State): string[] =>
   [...state]
@@ -120,19 +135,28 @@ test('random txn histories: every retained revision reads as the model says', as
               );
           for (const [i, request] of txns.entries()) {
             const current = states[states.length - 1]!;
-            const { state, succeeded } = applyModel(current, request, states.length);
+            const { state, succeeded, ranges } = applyModel(current, request, states.length);
             if (state !== current) states.push(state);
             assert.equal(results[i]!.succeeded, succeeded);
+            const gotRanges = results[i]!.responses.flatMap((r) =>
+              r.type === 'range'
+                ? [
+                    JSON.stringify({
+                      kvs: r.result.kvs.map(show),
+                      more: r.result.more,
+                      count: r.result.count,
+                    }),
+                  ]
+                : [],
+            );
+            assert.deepEqual(gotRanges, ranges, `range ops of txn ${i}`);
             assert.equal(results[i]!.header.revision, states.length - 1);
           }
           const head = states.length - 1;
           const check = async (from: number): Promise<void> => {
             for (let r = from; r <= head; r++) {
               const range = await store.range({ prefix: '' }, { revision: revision(r) });
-              const got = range.kvs.map(
-                (kv) =>
-                  `${kv.key}=${Buffer.from(kv.value).toString()}@${kv.createRevision}/${kv.modRevision}/v${kv.version}`,
-              );
+              const got = range.kvs.map(show);
               assert.deepEqual(got, sorted(states[r]!), `revision ${r}`);
               assert.equal(range.count, states[r]!.size);
             }

@@ -85,7 +85,31 @@ export class MvccBatch {
     public revision: number,
     public compactRevision: number,
     public physicalRevision: number,
+    /**
+     * A batch applied before this one whose write may not have returned yet (pipelining: the next group is
+     * applied while the previous one is written). Its pending writes shadow the committed state. The writer
+     * MUST write batches in order, and MUST drop this link (`detach()`) once the parent is committed.
+     */
+    private parent: MvccBatch | undefined = undefined,
   ) {}
+
+  /** The pending state of a key in this batch or its in-flight parent: a KeyValue, null (deleted), or undefined. */
+  pending(key: string): KeyValue | null | undefined {
+    const own = this.latest.get(key);
+    return own !== undefined ? own : this.parent?.pending(key);
+  }
+
+  /** Every key with a pending state in this batch or its parent, with that state. */
+  pendingEntries(): Map<string, KeyValue | null> {
+    const entries = new Map(this.parent?.pendingEntries() ?? []);
+    for (const [key, kv] of this.latest) entries.set(key, kv);
+    return entries;
+  }
+
+  /** The parent is committed: its writes are now in LevelDB. */
+  detach(): void {
+    this.parent = undefined;
+  }
 
   get empty(): boolean {
     return this.ops.length === 0;
@@ -241,7 +265,14 @@ export class Mvcc {
     return this.meta.physicalRevision < this.meta.compactRevision;
   }
 
-  begin(): MvccBatch {
+  /**
+   * Opens a batch over the committed state, or over `parent`, a batch whose write was issued but may not have
+   * returned (pipelining). Batches MUST be written, and `committed` called, in the order they were begun.
+   */
+  begin(parent?: MvccBatch): MvccBatch {
+    if (parent !== undefined) {
+      return new MvccBatch(parent.revision, parent.compactRevision, parent.physicalRevision, parent);
+    }
     return new MvccBatch(this.meta.revision, this.meta.compactRevision, this.meta.physicalRevision);
   }
 
@@ -503,7 +534,7 @@ export class Mvcc {
 
   /** The latest state of a key as the batch sees it (its own pending writes over the committed state). */
   private async latestInBatch(batch: MvccBatch, key: string): Promise<KeyValue | undefined> {
-    const pending = batch.latest.get(key);
+    const pending = batch.pending(key);
     if (pending !== undefined) return pending ?? undefined;
     return this.latestCommitted(batch, key);
   }
@@ -544,21 +575,32 @@ export class Mvcc {
     const { from, to } = spanBounds(span, options.startKey);
     const limit = options.limit ?? 0;
     const countOnly = options.countOnly ?? false;
-    const overlay = [...batch.latest].filter(([key]) => inBounds(utf8(key), from, to));
+    const overlay = [...batch.pendingEntries()].filter(([key]) => inBounds(utf8(key), from, to));
     if (overlay.length === 0) return this.rangeLatest(from, to, limit, countOnly, undefined);
-    // Committed keys, enough of them that the overlay's deletes cannot leave fewer than `limit`.
-    const committed = await this.rangeLatest(
-      from,
-      to,
-      limit > 0 ? limit + overlay.length : 0,
-      countOnly,
-      undefined,
-    );
-    let count = committed.count;
-    for (const [key, kv] of overlay) {
-      const existed = (await this.latestCommitted(batch, key)) !== undefined;
-      if (kv !== null && !existed) count++;
-      if (kv === null && existed) count--;
+    // One snapshot for the committed side: an in-flight parent may become committed meanwhile.
+    const snapshot = this.db.snapshot();
+    let committed: RangeBody;
+    let count: number;
+    try {
+      // Committed keys, enough of them that the overlay's deletes cannot leave fewer than `limit`.
+      committed = await this.rangeLatest(
+        from,
+        to,
+        limit > 0 ? limit + overlay.length : 0,
+        countOnly,
+        snapshot,
+      );
+      count = committed.count;
+      const existed = await this.db.getMany(
+        overlay.map(([key]) => latestKey(utf8(key))),
+        { snapshot },
+      );
+      overlay.forEach(([, kv], i) => {
+        if (kv !== null && existed[i] === undefined) count++;
+        if (kv === null && existed[i] !== undefined) count--;
+      });
+    } finally {
+      await snapshot.close();
     }
     if (countOnly) return { kvs: [], more: false, count };
     const merged = new Map<string, KeyValue>(committed.kvs.map((kv) => [kv.key, kv]));
@@ -584,7 +626,9 @@ export class Mvcc {
       for (const compare of request.compare) wanted.add(compare.key);
       for (const op of [...request.success, ...request.failure]) if (op.type === 'put') wanted.add(op.key);
     }
-    const keys = [...wanted].filter((key) => !batch.committedCache.has(key) && !batch.latest.has(key));
+    const keys = [...wanted].filter(
+      (key) => !batch.committedCache.has(key) && batch.pending(key) === undefined,
+    );
     if (keys.length === 0) return;
     const stored = keys.map((key) => latestKey(utf8(key)));
     const values = await this.db.getMany(stored);
