@@ -13,6 +13,7 @@
 // Every value is [crc32 (4 bytes, big-endian) of key bytes + body][msgpack body]: a record moved under another
 // key or damaged on disk fails its check on read.
 
+import * as zlib from 'node:zlib';
 import { pack, unpack } from 'msgpackr';
 import { StorageError } from '../contract.js';
 
@@ -32,7 +33,8 @@ const crcTable = (() => {
   return table;
 })();
 
-function crc32(parts: readonly Uint8Array[]): number {
+/** CRC-32 (IEEE), in JavaScript: for Node.js releases without zlib.crc32 (before 20.15). */
+function crc32Js(parts: readonly Uint8Array[]): number {
   let crc = 0xffffffff;
   for (const bytes of parts) {
     for (let i = 0; i < bytes.length; i++) {
@@ -41,6 +43,18 @@ function crc32(parts: readonly Uint8Array[]): number {
   }
   return (crc ^ 0xffffffff) >>> 0;
 }
+
+/** The same CRC-32, natively, where Node.js has it (20.15+). */
+const nativeCrc32 = (zlib as { crc32?: (data: Uint8Array, value?: number) => number }).crc32;
+
+export function crc32(parts: readonly Uint8Array[]): number {
+  if (nativeCrc32 === undefined) return crc32Js(parts);
+  let crc = 0;
+  for (const bytes of parts) crc = nativeCrc32(bytes, crc);
+  return crc;
+}
+
+export { crc32Js as crc32ForTests };
 
 /** Encodes a record body under its key: checksum first, then the msgpack body. */
 export function encodeRecord(key: Uint8Array, body: unknown): Buffer {
