@@ -206,3 +206,29 @@ test('close cancels watches with Closed and refuses further requests', async (t)
   await assert.rejects(put(store, '/x', 'z'), { code: 'Closed' });
   await store.close(); // idempotent
 });
+
+test('reads racing group commits see one consistent revision: no newer key, count matching the header', async (t) => {
+  const { store } = await withStore(t);
+  const base = (await store.status()).revision;
+  let writing = true;
+  // Each txn creates one new key, so at revision R exactly R - base keys exist.
+  const writers = Promise.all(
+    Array.from({ length: 16 }, async (_, w) => {
+      for (let i = 0; i < 40; i++) await put(store, `/race/${w}/${i}`, 'v');
+    }),
+  ).finally(() => (writing = false));
+  let reads = 0;
+  while (writing && reads < 5000) {
+    const range = await store.range({ prefix: '/race/' }, { limit: 5 });
+    reads++;
+    const header = range.header.revision;
+    assert.equal(range.count, header - base, `count at revision ${header}`);
+    for (const kv of range.kvs)
+      assert.ok(kv.modRevision <= header, `${kv.key}@${kv.modRevision} > ${header}`);
+    const got = await store.range({ key: '/race/0/0' });
+    for (const kv of got.kvs) assert.ok(kv.modRevision <= got.header.revision);
+  }
+  await writers;
+  assert.ok(reads > 0);
+  assert.equal((await store.range({ prefix: '/race/' }, { countOnly: true })).count, 640);
+});

@@ -283,6 +283,7 @@ export class EmbeddedStore implements KVStore {
         return true;
       },
       (error: unknown) => {
+        this.mvcc.abandoned(batch);
         const failure = new StorageError(
           'Unavailable',
           `write to ${this.options.dataDir} failed: ${String(error)}`,
@@ -299,7 +300,12 @@ export class EmbeddedStore implements KVStore {
       const batch = this.mvcc.begin();
       await this.mvcc.compactStep(batch, compactStepRevisionsMax);
       // Not synced: a step lost in a crash is redone from the meta record on reopen.
-      await this.db.batch(batch.finish(), { sync: false });
+      try {
+        await this.db.batch(batch.finish(), { sync: false });
+      } catch (error) {
+        this.mvcc.abandoned(batch);
+        throw error;
+      }
       this.mvcc.committed(batch);
     } catch (error) {
       this.compactionError = error; // stop stepping; reads are unaffected (the logical compaction holds)

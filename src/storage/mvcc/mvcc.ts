@@ -30,8 +30,13 @@ import {
 import {
   changeKey,
   changePrefix,
+  decodeHistory,
+  decodeLatest,
   decodeRecord,
+  encodeHistory,
+  encodeLatest,
   encodeRecord,
+  type LatestRecord,
   historyBounds,
   historyKey,
   latestKey,
@@ -61,12 +66,10 @@ interface Meta {
 
 /** A change-log entry: 0 = put, 1 = delete; the key; the mod revision of the key's previous state (0 = none). */
 type Change = [kind: 0 | 1, key: string, prevModRevision: number];
-/** History record: a put [createRevision, version, value], or a tombstone []. */
-type HistoryRecord = [number, number, Buffer] | [];
-/** Latest-state record of a live key. */
-type LatestRecord = [createRevision: number, modRevision: number, version: number, value: Buffer];
 
 const emptyValue = Buffer.alloc(0);
+/** Bytes one native iterator step may buffer (classic-level's default is 16 KiB). */
+const iteratorBytesMax = 4 * 1024 * 1024;
 const utf8 = (s: string): Buffer => Buffer.from(s, 'utf8');
 
 /** Pending writes of one LevelDB batch; owned by the single writer. */
@@ -80,6 +83,12 @@ export class MvccBatch {
   readonly committedCache = new Map<string, KeyValue | null>();
   private journal: Array<[string, KeyValue | null | undefined]> = [];
   private finished = false;
+  /** Set by Mvcc.begin: counts the write as in flight until `committed` or `abandoned`. */
+  onFinish: (() => void) | undefined;
+
+  get isFinished(): boolean {
+    return this.finished;
+  }
 
   constructor(
     public revision: number,
@@ -139,6 +148,7 @@ export class MvccBatch {
   finish(): BatchOp[] {
     assert(!this.finished, 'MvccBatch.finish called twice');
     this.finished = true;
+    this.onFinish?.();
     const meta: Meta = {
       formatVersion,
       revision: this.revision,
@@ -165,10 +175,10 @@ export interface RevisionChanges {
 function keyValue(key: string, record: LatestRecord): KeyValue {
   return {
     key,
-    createRevision: toRevision(record[0]),
-    modRevision: toRevision(record[1]),
-    version: record[2],
-    value: record[3],
+    createRevision: toRevision(record.createRevision),
+    modRevision: toRevision(record.modRevision),
+    version: record.version,
+    value: record.value,
   };
 }
 
@@ -216,6 +226,9 @@ export class Mvcc {
     readonly dataDir: string,
     private meta: Meta,
   ) {}
+
+  /** Batches finished (handed to LevelDB) and not yet committed or abandoned. */
+  private writesInFlight = 0;
 
   /** Opens the MVCC state in `db` (already open), creating the meta record of an empty store (revision 1). */
   static async open(db: Db, dataDir: string): Promise<Mvcc> {
@@ -270,15 +283,23 @@ export class Mvcc {
    * returned (pipelining). Batches MUST be written, and `committed` called, in the order they were begun.
    */
   begin(parent?: MvccBatch): MvccBatch {
-    if (parent !== undefined) {
-      return new MvccBatch(parent.revision, parent.compactRevision, parent.physicalRevision, parent);
-    }
-    return new MvccBatch(this.meta.revision, this.meta.compactRevision, this.meta.physicalRevision);
+    const batch =
+      parent !== undefined
+        ? new MvccBatch(parent.revision, parent.compactRevision, parent.physicalRevision, parent)
+        : new MvccBatch(this.meta.revision, this.meta.compactRevision, this.meta.physicalRevision);
+    batch.onFinish = () => this.writesInFlight++;
+    return batch;
+  }
+
+  /** Call when a finished batch's write failed: it is not in flight any more (and never committed). */
+  abandoned(batch: MvccBatch): void {
+    if (batch.isFinished) this.writesInFlight--;
   }
 
   /** Call after the batch's ops were written; the batch's state becomes the committed state. */
   committed(batch: MvccBatch): void {
     assert(batch.revision >= this.meta.revision, 'committed batch goes back in revision');
+    if (batch.isFinished) this.writesInFlight--;
     this.meta = {
       formatVersion,
       revision: batch.revision,
@@ -290,7 +311,16 @@ export class Mvcc {
   // ---- reads of durable state ----
 
   private decodeLatest(stored: Buffer, value: Buffer): LatestRecord {
-    return decodeRecord(stored, value, this.dataDir) as LatestRecord;
+    return decodeLatest(stored, value, this.dataDir);
+  }
+
+  /**
+   * The meta record as of a snapshot taken in the same tick. With no batch write in flight, LevelDB holds exactly
+   * the committed state, so the in-memory meta is the snapshot's; otherwise the write may or may not be in the
+   * snapshot, and the meta record is read through it.
+   */
+  private async snapshotMeta(snapshot: Snapshot): Promise<Meta> {
+    return this.writesInFlight === 0 ? this.meta : this.readMeta(snapshot);
   }
 
   private async readMeta(snapshot: Snapshot): Promise<Meta> {
@@ -320,7 +350,7 @@ export class Mvcc {
   async range(span: KeySpan, options: RangeOptions = {}): Promise<RangeResult> {
     const snapshot = this.db.snapshot();
     try {
-      const meta = await this.readMeta(snapshot);
+      const meta = await this.snapshotMeta(snapshot);
       const revision =
         options.revision !== undefined && options.revision > 0 ? options.revision : meta.revision;
       this.checkRevision(revision, meta);
@@ -363,7 +393,12 @@ export class Mvcc {
     if (countOnly) return { kvs: [], more: false, count: await countKeys(this.db, bounds) };
     const kvs: KeyValue[] = [];
     let more = false;
-    const iterator = this.db.iterator(limit > 0 ? { ...bounds, limit: limit + 1 } : bounds);
+    // A large high-water mark: one native call returns a whole page instead of 16 KiB at a time.
+    const iterator = this.db.iterator({
+      ...bounds,
+      ...(limit > 0 ? { limit: limit + 1 } : {}),
+      highWaterMarkBytes: iteratorBytesMax,
+    });
     try {
       for (;;) {
         const entries = await iterator.nextv(1000);
@@ -402,22 +437,26 @@ export class Mvcc {
     let currentKey: Buffer | undefined;
     const flush = (): void => {
       if (current === undefined) return;
-      const record = decodeRecord(current.stored, current.value, this.dataDir) as HistoryRecord;
-      if (record.length === 3) {
+      const record = decodeHistory(current.stored, current.value, this.dataDir);
+      if (record !== null) {
         count++;
         if (!countOnly && (limit === 0 || kvs.length < limit)) {
           kvs.push({
             key: current.key.toString('utf8'),
-            createRevision: toRevision(record[0]),
+            createRevision: toRevision(record.createRevision),
             modRevision: toRevision(current.revision),
-            version: record[1],
-            value: record[2],
+            version: record.version,
+            value: record.value,
           });
         }
       }
       current = undefined;
     };
-    const iterator = this.db.iterator({ ...historyBounds(from, to), snapshot });
+    const iterator = this.db.iterator({
+      ...historyBounds(from, to),
+      snapshot,
+      highWaterMarkBytes: iteratorBytesMax,
+    });
     try {
       for (;;) {
         const entries = await iterator.nextv(1000);
@@ -450,7 +489,7 @@ export class Mvcc {
   ): Promise<{ changes: RevisionChanges[]; throughRevision: Revision }> {
     const snapshot = this.db.snapshot();
     try {
-      const meta = await this.readMeta(snapshot);
+      const meta = await this.snapshotMeta(snapshot);
       if (afterRevision + 1 < meta.compactRevision) {
         throw new StorageError(
           'Compacted',
@@ -493,14 +532,14 @@ export class Mvcc {
     const stored = historyKey(utf8(key), revision);
     const value = await this.db.get(stored, { snapshot });
     if (value === undefined) return undefined;
-    const record = decodeRecord(stored, value, this.dataDir) as HistoryRecord;
-    if (record.length !== 3) return undefined;
+    const record = decodeHistory(stored, value, this.dataDir);
+    if (record === null) return undefined;
     return {
       key,
-      createRevision: toRevision(record[0]),
+      createRevision: toRevision(record.createRevision),
       modRevision: toRevision(revision),
-      version: record[1],
-      value: record[2],
+      version: record.version,
+      value: record.value,
     };
   }
 
@@ -751,13 +790,10 @@ export class Mvcc {
 
   private writePut(batch: MvccBatch, kv: KeyValue): void {
     const key = utf8(kv.key);
-    const value = Buffer.from(kv.value.buffer, kv.value.byteOffset, kv.value.byteLength);
     const latest = latestKey(key);
-    const latestRecord: LatestRecord = [kv.createRevision, kv.modRevision, kv.version, value];
-    batch.ops.push({ type: 'put', key: latest, value: encodeRecord(latest, latestRecord) });
+    batch.ops.push({ type: 'put', key: latest, value: encodeLatest(latest, kv, kv.value) });
     const history = historyKey(key, kv.modRevision);
-    const historyRecord: HistoryRecord = [kv.createRevision, kv.version, value];
-    batch.ops.push({ type: 'put', key: history, value: encodeRecord(history, historyRecord) });
+    batch.ops.push({ type: 'put', key: history, value: encodeHistory(history, kv, kv.value) });
     batch.setLatest(kv.key, kv);
   }
 
@@ -765,8 +801,7 @@ export class Mvcc {
     const bytes = utf8(key);
     batch.ops.push({ type: 'del', key: latestKey(bytes) });
     const history = historyKey(bytes, revision);
-    const tombstone: HistoryRecord = [];
-    batch.ops.push({ type: 'put', key: history, value: encodeRecord(history, tombstone) });
+    batch.ops.push({ type: 'put', key: history, value: encodeHistory(history, null) });
     batch.setLatest(key, null);
   }
 
