@@ -7,9 +7,14 @@
 //   may add a logical compaction (`mvcc.compact`) or a physical compaction step (`mvcc.compactStep`), may add
 //   ITS OWN keys to `batch.ops` (any key whose first byte is not 'm'), then calls `batch.finish()` to get every
 //   op including the meta record, writes them in ONE LevelDB batch, and only AFTER that write succeeded calls
-//   `mvcc.committed(batch)`. Exactly one writer at a time; reads run concurrently from LevelDB snapshots and so
-//   never see a batch that is not written.
+//   `mvcc.committed(batch)` (or `mvcc.abandoned(batch)` if the write failed). Exactly one writer at a time;
+//   reads run concurrently from LevelDB snapshots and so never see a batch that is not written.
+// - Optional: `mvcc.prefetch(batch, requests)` reads a group's keys in one call before applying it; and
+//   `mvcc.begin(parent)` opens the next batch over one whose write is still in flight (pipelining), provided
+//   batches are written and committed in the order they were begun.
 // - Reads: `range` (any retained revision) and `readChanges` (watch catch-up) read durable state only.
+// A replicated driver applies each committed Raft entry's txn with applyTxn, adds its applied index to
+// `batch.ops` under its own key, and on reopen reads that key: the MVCC state and the index are always atomic.
 
 import type { ClassicLevel } from 'classic-level';
 import { revision as toRevision, type Revision } from '../../util/brand.js';
