@@ -135,35 +135,61 @@ interface EngineFigures {
   watchP99: number;
 }
 
-async function measure(
-  store: KVStore,
-  durationMs: number,
-  log: (line: string) => void,
-): Promise<EngineFigures> {
-  const latency = await putLatency(store, durationMs);
-  log(`  put latency p50 ${latency.p50.toFixed(2)} ms, p99 ${latency.p99.toFixed(2)} ms`);
-  const put256 = await putThroughput(store, durationMs, 256);
-  log(`  put 256 B x${concurrentWriters}: ${put256.toFixed(0)}/s`);
-  const put2k = await putThroughput(store, durationMs, 2048);
-  log(`  put 2 KiB x${concurrentWriters}: ${put2k.toFixed(0)}/s`);
+type Phase = (store: KVStore) => Promise<Partial<EngineFigures>>;
+
+/** The measured phases, in order; each runs on both engines back to back, so load changes hit both alike. */
+function phases(durationMs: number): Array<{ name: string; run: Phase }> {
+  return [
+    {
+      name: 'put latency, 1 sequential client',
+      run: async (store) => {
+        const latency = await putLatency(store, durationMs);
+        return { putLatencyP50: latency.p50, putLatencyP99: latency.p99 };
+      },
+    },
+    { name: 'put 256 B', run: async (store) => ({ put256: await putThroughput(store, durationMs, 256) }) },
+    { name: 'put 2 KiB', run: async (store) => ({ put2k: await putThroughput(store, durationMs, 2048) }) },
+    {
+      name: 'range 1 key',
+      run: async (store) => ({ rangeKey: await rangeThroughput(store, durationMs, false) }),
+    },
+    {
+      name: 'range 100 keys',
+      run: async (store) => ({ rangeList: await rangeThroughput(store, durationMs, true) }),
+    },
+    {
+      name: 'watch latency',
+      run: async (store) => {
+        const watch = await watchLatency(store, durationMs);
+        return { watchP50: watch.p50, watchP99: watch.p99 };
+      },
+    },
+  ];
+}
+
+async function preload(store: KVStore): Promise<void> {
   const value = Buffer.alloc(256, 'r');
   await Promise.all(Array.from({ length: 100 }, (_, i) => putOne(store, `/bench/range/${i}`, value)));
-  const rangeKey = await rangeThroughput(store, durationMs, false);
-  log(`  range 1 key x${concurrentReaders}: ${rangeKey.toFixed(0)}/s`);
-  const rangeList = await rangeThroughput(store, durationMs, true);
-  log(`  range 100 keys x${concurrentReaders}: ${rangeList.toFixed(0)}/s`);
-  const watch = await watchLatency(store, durationMs);
-  log(`  watch latency p50 ${watch.p50.toFixed(2)} ms, p99 ${watch.p99.toFixed(2)} ms`);
-  return {
-    putLatencyP50: latency.p50,
-    putLatencyP99: latency.p99,
-    put256,
-    put2k,
-    rangeKey,
-    rangeList,
-    watchP50: watch.p50,
-    watchP99: watch.p99,
-  };
+}
+
+async function measure(
+  engines: ReadonlyArray<{ name: 'stoa' | 'etcd'; store: KVStore }>,
+  durationMs: number,
+  log: (line: string) => void,
+): Promise<Record<'stoa' | 'etcd', EngineFigures>> {
+  const figures = { stoa: {}, etcd: {} } as Record<'stoa' | 'etcd', Partial<EngineFigures>>;
+  for (const engine of engines) await preload(engine.store);
+  for (const [index, phase] of phases(durationMs).entries()) {
+    // Alternate which engine goes first, so neither always runs right after the other's load.
+    const order = index % 2 === 0 ? engines : [...engines].reverse();
+    for (const engine of order) {
+      const result = await phase.run(engine.store);
+      Object.assign(figures[engine.name], result);
+      const shown = Object.entries(result).map(([k, v]) => `${k} ${v.toFixed(2)}`);
+      log(`  ${engine.name} ${phase.name}: ${shown.join(', ')}`);
+    }
+  }
+  return figures as Record<'stoa' | 'etcd', EngineFigures>;
 }
 
 function rows(stoa: EngineFigures, etcd: EngineFigures): BenchRow[] {
@@ -223,35 +249,39 @@ export async function runStoreBench(args: BenchArgs): Promise<void> {
   const log = (line: string): void => void process.stderr.write(line + '\n');
   const loadBefore = loadavg();
 
-  log('embedded engine (LevelDB, fsync per group commit):');
+  log(`embedded engine (LevelDB, fsync per group commit) and single-member etcd (${etcdVersion()}):`);
   const dir = await tempDir('bench-store');
-  let stoa: EngineFigures;
+  let figures: Record<'stoa' | 'etcd', EngineFigures>;
   let groupCommit: { batches: number; txns: number };
   try {
-    const store = await openEmbeddedStore({ dataDir: dir.path, retentionMs: 0 });
+    const etcdProcess = await startEtcd();
     try {
-      stoa = await measure(store, durationMs, log);
-      groupCommit = { ...store.writeStats };
+      const embedded = await openEmbeddedStore({ dataDir: dir.path, retentionMs: 0 });
+      try {
+        const etcdStore = await openEtcdStore({ endpoints: etcdProcess.endpoints });
+        try {
+          figures = await measure(
+            [
+              { name: 'stoa', store: embedded },
+              { name: 'etcd', store: etcdStore },
+            ],
+            durationMs,
+            log,
+          );
+          groupCommit = { ...embedded.writeStats };
+        } finally {
+          await etcdStore.close();
+        }
+      } finally {
+        await embedded.close();
+      }
     } finally {
-      await store.close();
+      await etcdProcess.stop();
     }
   } finally {
     await dir.remove();
   }
-
-  log(`etcd (single member, ${etcdVersion()}):`);
-  const etcdProcess = await startEtcd();
-  let etcd: EngineFigures;
-  try {
-    const store = await openEtcdStore({ endpoints: etcdProcess.endpoints });
-    try {
-      etcd = await measure(store, durationMs, log);
-    } finally {
-      await store.close();
-    }
-  } finally {
-    await etcdProcess.stop();
-  }
+  const { stoa, etcd } = figures;
 
   const result = rows(stoa, etcd);
   process.stdout.write(table(result) + '\n');
@@ -276,6 +306,7 @@ export async function runStoreBench(args: BenchArgs): Promise<void> {
       concurrentReaders,
       etcd: etcdVersion(),
       durability: 'both fsync before acknowledging (LevelDB sync batch; etcd WAL fsync)',
+      order: 'each phase runs on both engines back to back, alternating which goes first',
       embeddedGroupCommit: {
         ...groupCommit,
         txnsPerBatch: groupCommit.txns / Math.max(1, groupCommit.batches),
