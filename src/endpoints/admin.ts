@@ -5,6 +5,7 @@
 //   POST   /stoa/admin/v1/members/NAME/promote           make a caught-up learner a voter
 //   DELETE /stoa/admin/v1/members/NAME                   remove a member
 //   POST   /stoa/admin/v1/leader   {name}                hand leadership to a member
+//   GET    /stoa/admin/v1/snapshot                       a backup of the data (stoa snapshot save)
 // Like every non-resource path it passes authorization first (the verb is the lower-case HTTP method); with the
 // default policy only system:masters may use it.
 
@@ -100,6 +101,12 @@ export function adminHandler(replica: ReplicatedStore | undefined, engine: strin
     if (collection === 'members' && name !== undefined && parts.length === 2 && method === 'DELETE') {
       await replica.removeMember(findMember(name).id);
       respond(ctx, 200, { members: replica.replicaStatus().members });
+      return;
+    }
+    if (collection === 'snapshot' && parts.length === 1 && method === 'GET') {
+      const backup = await replica.backup();
+      ctx.res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': backup.length });
+      ctx.res.end(backup);
       return;
     }
     if (collection === 'leader' && parts.length === 1 && method === 'POST') {

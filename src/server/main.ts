@@ -4,6 +4,7 @@
 import { FlagError, parseServeFlags, serveUsage } from './flags.js';
 import { startServer } from './server.js';
 import { runMemberCommand } from './member-command.js';
+import { runSnapshotCommand } from './snapshot-command.js';
 import { runClusterCommand } from '../../cluster/command.js';
 
 const usage = `usage: stoa <command> [flags]
@@ -11,7 +12,8 @@ const usage = `usage: stoa <command> [flags]
 commands:
   serve        run an API server node (see stoa serve --help)
   cluster      start, stop and inspect a local multi-process cluster (up|down|status)
-  member       list, add, remove and promote cluster members
+  member       list, add, remove and promote cluster members, transfer leadership
+  snapshot     save, inspect and restore backups of a cluster's data
   credential   kubectl exec credential plugin
 `;
 
@@ -29,6 +31,8 @@ async function main(argv: readonly string[]): Promise<number> {
       return runClusterCommand(argv.slice(1));
     case 'member':
       return runMemberCommand(argv.slice(1));
+    case 'snapshot':
+      return runSnapshotCommand(argv.slice(1));
     default:
       process.stderr.write(`stoa: unknown command "${command}"\n\n${usage}`);
       return 2;

@@ -20,7 +20,7 @@ flags:
   --context NAME      kubeconfig context (default: its current context)
 `;
 
-interface Connection {
+export interface Connection {
   readonly server: string;
   readonly ca: string | undefined;
   readonly cert: string | undefined;
@@ -30,7 +30,7 @@ interface Connection {
 
 type Named<T> = { name: string } & T;
 
-async function connectionFrom(path: string, contextName: string | undefined): Promise<Connection> {
+export async function connectionFrom(path: string, contextName: string | undefined): Promise<Connection> {
   const config = YAML.parse(await readFile(path, 'utf8')) as {
     'current-context'?: string;
     contexts?: Named<{ context: { cluster: string; user: string } }>[];
@@ -99,7 +99,7 @@ function call(
   });
 }
 
-function defaultKubeconfig(): string {
+export function defaultKubeconfig(): string {
   const fromEnv = process.env['KUBECONFIG'];
   if (fromEnv !== undefined && fromEnv !== '') return fromEnv.split(':')[0] ?? fromEnv;
   return existsSync('./data/cluster/admin.kubeconfig')

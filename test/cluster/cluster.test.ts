@@ -244,4 +244,19 @@ test('a member is added as a learner, promoted, and a removed member stops servi
     tls,
   );
   assert.equal(read.body.data.value, 'y');
+
+  // A backup through the admin API of a member, with the real CLI.
+  const backupFile = join(dir.path, 'backup.db');
+  const saved = spawnSync(
+    process.execPath,
+    [stoa, 'snapshot', 'save', backupFile, '--kubeconfig', kubeconfig, '--context', 'node-3'],
+    { encoding: 'utf8', timeout: 60_000 },
+  );
+  assert.equal(saved.status, 0, saved.stderr);
+  const inspected = spawnSync(process.execPath, [stoa, 'snapshot', 'status', backupFile], {
+    encoding: 'utf8',
+  });
+  assert.equal(inspected.status, 0, inspected.stderr);
+  const backupStatus = JSON.parse(inspected.stdout) as { revision: number; records: number };
+  assert.ok(backupStatus.revision > 1 && backupStatus.records > 0, inspected.stdout);
 });

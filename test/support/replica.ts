@@ -50,6 +50,8 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 export async function startReplicaCluster(
   n: number,
   tuning: ReplicaTuning = testTuning,
+  /** Runs on each member's (empty) data dir before it first starts, e.g. to restore a backup. */
+  prepare?: (dataDir: string) => Promise<void>,
 ): Promise<ReplicaCluster> {
   const dir = await tempDir('replica');
   const ca = await createCertificateAuthority({ commonName: 'stoa-test-peers' });
@@ -108,6 +110,9 @@ export async function startReplicaCluster(
     throw new Error('no leader within 20 s');
   };
 
+  if (prepare !== undefined) {
+    for (let i = 0; i < n; i++) await prepare((await optionsFor(i)).dataDir);
+  }
   await Promise.all(Array.from({ length: n }, (_, i) => start(i)));
   return {
     members,
