@@ -5,7 +5,7 @@
 //   POST   /stoa/admin/v1/members/NAME/promote           make a caught-up learner a voter
 //   DELETE /stoa/admin/v1/members/NAME                   remove a member
 //   POST   /stoa/admin/v1/leader   {name}                hand leadership to a member
-//   GET    /stoa/admin/v1/snapshot                       a backup of the data (stoa snapshot save)
+//   GET    /stoa/admin/v1/snapshot[?local=true]          a backup of the data (stoa snapshot save [--local])
 // Like every non-resource path it passes authorization first (the verb is the lower-case HTTP method); with the
 // default policy only system:masters may use it.
 
@@ -104,7 +104,7 @@ export function adminHandler(replica: ReplicatedStore | undefined, engine: strin
       return;
     }
     if (collection === 'snapshot' && parts.length === 1 && method === 'GET') {
-      const backup = await replica.backup();
+      const backup = await replica.backup({ local: ctx.query.get('local') === 'true' });
       ctx.res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': backup.length });
       ctx.res.end(backup);
       return;

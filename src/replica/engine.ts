@@ -1003,11 +1003,12 @@ export class ReplicatedStore implements KVStore {
 
   /**
    * A consistent backup of the data (not the membership) as of a linearizable point: every write acknowledged
-   * before the call is in it.
+   * before the call is in it (unless `local`, which needs no quorum and holds what this member has applied).
    */
-  async backup(): Promise<Buffer> {
+  async backup(options: { local?: boolean } = {}): Promise<Buffer> {
     this.checkServing();
-    await this.linearizableBarrier();
+    // `local`: for disaster recovery without a quorum: this member's applied state as it stands.
+    if (options.local !== true) await this.linearizableBarrier();
     const pairs: [Buffer, Buffer][] = [];
     // Read before the iterator exists: the backup holds at least this revision (an apply may land in between).
     const revision = this.mvcc.revision;

@@ -9,7 +9,8 @@ import { connectionFrom, defaultKubeconfig, type Connection } from './member-com
 export const snapshotUsage = `usage: stoa snapshot <command> [flags]
 
 commands:
-  save FILE                   a consistent backup of the data from a member (through its admin API)
+  save FILE [--local]         a consistent backup of the data from a member (through its admin API);
+                              --local: no quorum needed, the member's applied state (disaster recovery)
   status FILE                 what a backup holds: revision, keys, size
   restore FILE --data-dir D   write a backup into an empty member data dir; then start the members with
                               --initial-cluster-state=new (each member restores the same file)
@@ -66,6 +67,10 @@ export async function runSnapshotCommand(argv: readonly string[]): Promise<numbe
     if (arg.startsWith('--')) {
       const eq = arg.indexOf('=');
       const name = eq < 0 ? arg.slice(2) : arg.slice(2, eq);
+      if (name === 'local') {
+        flags.set('local', 'true');
+        continue;
+      }
       if (!['kubeconfig', 'context', 'data-dir'].includes(name)) {
         process.stderr.write(`stoa snapshot: unknown flag: --${name}\n\n${snapshotUsage}`);
         return 2;
@@ -90,7 +95,10 @@ export async function runSnapshotCommand(argv: readonly string[]): Promise<numbe
           flags.get('kubeconfig') ?? defaultKubeconfig(),
           flags.get('context'),
         );
-        const bytes = await download(connection, '/stoa/admin/v1/snapshot');
+        const bytes = await download(
+          connection,
+          `/stoa/admin/v1/snapshot${flags.has('local') ? '?local=true' : ''}`,
+        );
         const backup = decodeBackup(bytes, connection.server); // check before writing
         await writeFile(`${file}.part`, bytes, { mode: 0o600 });
         await rename(`${file}.part`, file);

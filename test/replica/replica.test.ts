@@ -209,6 +209,12 @@ test('without a quorum a write fails with Unavailable instead of succeeding, and
     );
     assert.equal((await localContent(alone, '/q/'))['/q/before'], 'v');
     assert.equal((await localContent(alone, '/q/'))['/q/lost'], undefined);
+    // Disaster recovery: a backup needs a quorum, unless it is explicitly local.
+    await assert.rejects(
+      alone.backup(),
+      (error: unknown) => error instanceof StorageError && error.code === 'Unavailable',
+    );
+    assert.ok((await alone.backup({ local: true })).length > 0);
   });
 });
 
