@@ -5,6 +5,8 @@
 export interface HealthCheck {
   readonly name: string;
   readonly check: () => Promise<void>;
+  /** Only part of /readyz (as kube-apiserver's etcd-readiness): failing it takes the server out of rotation. */
+  readonly readyzOnly?: boolean;
 }
 
 export type HealthEndpoint = 'healthz' | 'livez' | 'readyz';
@@ -44,7 +46,8 @@ export class Health {
         if (!this.hooksDone.has(name) && !inGrace) throw new Error('not finished');
       },
     }));
-    const out: HealthCheck[] = [...this.base, ...hooks];
+    const base = this.base.filter((check) => check.readyzOnly !== true || endpoint === 'readyz');
+    const out: HealthCheck[] = [...base, ...hooks];
     if (endpoint === 'readyz') {
       out.push({
         name: 'shutdown',

@@ -79,6 +79,19 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
           ]);
         },
       },
+      {
+        // A quorum read: a cluster member cut off from its majority is live but not ready.
+        name: 'etcd-readiness',
+        readyzOnly: true,
+        check: async () => {
+          await Promise.race([
+            store.range({ key: '/registry/health' }, { countOnly: true }),
+            new Promise((_resolve, reject) =>
+              setTimeout(() => reject(new Error('no quorum read within 2s')), 2000).unref(),
+            ),
+          ]);
+        },
+      },
     ],
     ['start-watch-caches', 'bootstrap-default-namespaces', 'start-controllers'],
     options.livezGracePeriodMs,

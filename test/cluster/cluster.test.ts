@@ -146,6 +146,16 @@ test('kill -9 of the leader under writes loses nothing acknowledged; the killed 
     const missing = acknowledged.filter((name) => !names.has(name));
     assert.deepEqual(missing, [], `node ${nodes[i]?.name} is missing acknowledged writes`);
   }
+
+  // Without a majority, a member stays live but is not ready (kube-apiserver's etcd-readiness check).
+  const rows = await status(dir.path);
+  for (const row of rows.slice(1)) if (row.pid !== null) process.kill(row.pid, 'SIGKILL');
+  const ready = await waitFor('the survivor to turn not ready', async () => {
+    const reply = await httpsJson(`${url(0)}/readyz?verbose`, tls);
+    return reply.status !== 200 ? reply : undefined;
+  });
+  assert.match(String(ready.body), /\[-\]etcd-readiness failed/);
+  assert.equal((await httpsJson(`${url(0)}/livez`, tls)).status, 200);
 });
 
 test('a member is added as a learner, promoted, and a removed member stops serving (real processes, stoa member)', async (t) => {
