@@ -236,16 +236,7 @@ export class RaftLogStore {
     let snapshotIndex = this.snapshotIndex;
     if (request.snapshot !== undefined) {
       const { metadata, data } = request.snapshot;
-      batch.put(
-        snapshotKey,
-        encodeRecord({
-          index: metadata.index,
-          term: metadata.term,
-          voters: metadata.confState.voters,
-          learners: metadata.confState.learners,
-          data,
-        }),
-      );
+      batch.put(snapshotKey, snapshotRecord(metadata, data));
       // A snapshot from the leader replaces the log: drop every entry we hold.
       for (let index = snapshotIndex + 1; index <= lastIndex; index++) batch.del(entryKey(index));
       snapshotIndex = metadata.index;
@@ -291,16 +282,7 @@ export class RaftLogStore {
       const { metadata, data } = snapshot;
       assert(compactTo <= metadata.index && metadata.index <= this.lastIndex, 'snapshot beyond the log');
       const batch = this.db.batch();
-      batch.put(
-        snapshotKey,
-        encodeRecord({
-          index: metadata.index,
-          term: metadata.term,
-          voters: metadata.confState.voters,
-          learners: metadata.confState.learners,
-          data,
-        }),
-      );
+      batch.put(snapshotKey, snapshotRecord(metadata, data));
       for (let index = this.snapshotIndex + 1; index <= compactTo; index++) batch.del(entryKey(index));
       await batch.write({ sync: true });
       // Entries between compactTo and the snapshot's index stay on disk and are skipped at load.
@@ -314,6 +296,17 @@ export class RaftLogStore {
     await this.saving;
     await this.db.close();
   }
+}
+
+function snapshotRecord(metadata: PersistedSnapshot['metadata'], data: Uint8Array): Buffer {
+  const { index, term: snapshotTerm, confState } = metadata;
+  return encodeRecord({
+    index,
+    term: snapshotTerm,
+    voters: confState.voters,
+    learners: confState.learners,
+    data,
+  });
 }
 
 function corrupt(dir: string, key: Buffer, why: string): StorageError {

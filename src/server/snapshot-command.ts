@@ -1,10 +1,16 @@
 // `stoa snapshot save|restore|status`: backups of a cluster's data, as etcdctl's snapshot commands.
 
 import { readFile, writeFile, rename } from 'node:fs/promises';
-import { request } from 'node:https';
 import { join } from 'node:path';
 import { decodeBackup, restoreBackup } from '../replica/backup.js';
-import { connectionFrom, defaultKubeconfig, type Connection } from './member-command.js';
+import {
+  connectionFrom,
+  defaultKubeconfig,
+  errorMessage,
+  httpsRequest,
+  parseCommandArgs,
+  type CommandArgs,
+} from './admin-client.js';
 
 export const snapshotUsage = `usage: stoa snapshot <command> [flags]
 
@@ -21,69 +27,19 @@ flags:
   --data-dir DIR      the member's data dir (restore)
 `;
 
-function download(connection: Connection, path: string): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      new URL(path, connection.server),
-      {
-        ...(connection.ca !== undefined ? { ca: connection.ca } : {}),
-        ...(connection.cert !== undefined ? { cert: connection.cert } : {}),
-        ...(connection.key !== undefined ? { key: connection.key } : {}),
-        headers: connection.token !== undefined ? { authorization: `Bearer ${connection.token}` } : {},
-        timeout: 120_000,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => {
-          const body = Buffer.concat(chunks);
-          if ((res.statusCode ?? 0) !== 200) {
-            let message = body.toString('utf8');
-            try {
-              message = (JSON.parse(message) as { message?: string }).message ?? message;
-            } catch {
-              // not JSON
-            }
-            reject(new Error(`${res.statusCode}: ${message}`));
-          } else resolve(body);
-        });
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error('the server did not answer in 120 s')));
-    req.on('error', reject);
-    req.end();
-  });
-}
-
 export async function runSnapshotCommand(argv: readonly string[]): Promise<number> {
-  const positional: string[] = [];
-  const flags = new Map<string, string>();
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] ?? '';
-    if (arg === '-h' || arg === '--help') {
-      process.stdout.write(snapshotUsage);
-      return 0;
-    }
-    if (arg.startsWith('--')) {
-      const eq = arg.indexOf('=');
-      const name = eq < 0 ? arg.slice(2) : arg.slice(2, eq);
-      if (name === 'local') {
-        flags.set('local', 'true');
-        continue;
-      }
-      if (!['kubeconfig', 'context', 'data-dir'].includes(name)) {
-        process.stderr.write(`stoa snapshot: unknown flag: --${name}\n\n${snapshotUsage}`);
-        return 2;
-      }
-      const value = eq < 0 ? argv[++i] : arg.slice(eq + 1);
-      if (value === undefined) {
-        process.stderr.write(`stoa snapshot: flag needs an argument: --${name}\n`);
-        return 2;
-      }
-      flags.set(name, value);
-    } else positional.push(arg);
+  let args: CommandArgs;
+  try {
+    args = parseCommandArgs(argv, ['kubeconfig', 'context', 'data-dir'], ['local']);
+  } catch (error) {
+    process.stderr.write(`stoa snapshot: ${(error as Error).message}\n\n${snapshotUsage}`);
+    return 2;
   }
-  const [command, file] = positional;
+  if (args.help) {
+    process.stdout.write(snapshotUsage);
+    return 0;
+  }
+  const [command, file] = args.positional;
   if (command === undefined || file === undefined) {
     process.stderr.write(snapshotUsage);
     return 2;
@@ -92,13 +48,15 @@ export async function runSnapshotCommand(argv: readonly string[]): Promise<numbe
     switch (command) {
       case 'save': {
         const connection = await connectionFrom(
-          flags.get('kubeconfig') ?? defaultKubeconfig(),
-          flags.get('context'),
+          args.values.get('kubeconfig') ?? defaultKubeconfig(),
+          args.values.get('context'),
         );
-        const bytes = await download(
-          connection,
-          `/stoa/admin/v1/snapshot${flags.has('local') ? '?local=true' : ''}`,
-        );
+        const path = `/stoa/admin/v1/snapshot${args.switches.has('local') ? '?local=true' : ''}`;
+        const reply = await httpsRequest(new URL(path, connection.server).toString(), connection, {
+          timeoutMs: 120_000,
+        });
+        if (reply.status !== 200) throw new Error(errorMessage(reply));
+        const bytes = reply.body;
         const backup = decodeBackup(bytes, connection.server); // check before writing
         await writeFile(`${file}.part`, bytes, { mode: 0o600 });
         await rename(`${file}.part`, file);
@@ -121,7 +79,7 @@ export async function runSnapshotCommand(argv: readonly string[]): Promise<numbe
         return 0;
       }
       case 'restore': {
-        const dataDir = flags.get('data-dir');
+        const dataDir = args.values.get('data-dir');
         if (dataDir === undefined) {
           process.stderr.write('stoa snapshot restore: --data-dir is required\n');
           return 2;
