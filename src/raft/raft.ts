@@ -44,7 +44,10 @@ export interface RaftConfig {
   readonly electionTicks: number;
   /** A leader sends heartbeats every heartbeatTicks ticks; must be < electionTicks. */
   readonly heartbeatTicks: number;
-  /** The last applied index when restarting (default: the snapshot's index). */
+  /**
+   * The last applied index when restarting (default: the latest snapshot's index). When given, the node MUST
+   * have applied everything up to it, and initialState().confState MUST be the membership as of it.
+   */
   readonly applied?: LogIndex;
   /** Most payload bytes of entries in one MsgApp (at least one entry is always sent). etcd: MaxSizePerMsg. */
   readonly messageEntriesBytesMax?: number;
@@ -193,7 +196,8 @@ export class Raft {
       this.currentTerm = hardState.term;
       this.vote = hardState.vote;
     }
-    if (config.applied !== undefined) this.log.appliedTo(config.applied);
+    // By default the state machine restarts from the latest snapshot and re-applies the committed log after it.
+    this.log.appliedTo(config.applied ?? config.storage.snapshot().metadata.index);
     this.becomeFollower(this.currentTerm, NONE);
     this.prevSoftState = this.softState();
     this.prevHardState = this.hardState();
