@@ -1194,10 +1194,9 @@ export class Raft {
   private restore(snapshot: Snapshot): boolean {
     const { index, term: snapshotTerm, confState } = snapshot.metadata;
     if (index <= this.log.committed) return false;
-    if (!confState.voters.includes(this.id) && !confState.learners.includes(this.id)) {
-      this.note(`ignored snapshot at ${index}: this node is not in its membership`);
-      return false;
-    }
+    // A snapshot taken before this node was added does not list it (etcd-io/raft refuses those; its server sends
+    // a fresh snapshot instead). It is installed all the same: its data is committed, and the entry that adds
+    // this node follows in the log; until that entry is applied this node is not a member and cannot campaign.
     if (this.log.matchTerm(index, snapshotTerm)) {
       // We already have the entry: just commit up to it.
       this.note(`fast-forwarded commit to ${index} from a snapshot`);

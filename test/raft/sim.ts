@@ -21,6 +21,8 @@ export interface SimOptions {
   /** Ask leaders to hand over leadership now and then. */
   readonly transfers: boolean;
   readonly trace?: (line: string) => void;
+  /** Sees every message sent (for encoding tests). */
+  readonly onMessage?: (m: Message) => void;
 }
 
 export interface SimStats {
@@ -390,6 +392,7 @@ class Simulation {
   // ---- network ----
 
   private send(m: Message): void {
+    if (this.opts.onMessage !== undefined) this.opts.onMessage(m);
     if (m.type === 'MsgSnap' && m.offset === 0) this.stats.snapshotsSent++;
     if (this.pool.length >= 5000) this.pool.shift();
     this.pool.push(m);
@@ -575,9 +578,14 @@ class Simulation {
     const voters = leader.confState.voters.filter((id) => id !== leader.id);
     const target = voters[this.rng.int(0, voters.length)];
     if (target === undefined) return;
-    this.trace(`transfer leadership ${leader.id} -> ${target}`);
-    leader.raft.transferLeader(target);
-    this.process(leader);
+    // Half of the requests go through a follower, which forwards them to the leader.
+    const live = this.live();
+    const asked = this.rng.next() < 0.5 ? leader : (live[this.rng.int(0, live.length)] ?? leader);
+    const raft = asked.raft;
+    if (raft === undefined) return;
+    this.trace(`transfer leadership to ${target}, asked on ${asked.id} (leader ${leader.id})`);
+    raft.transferLeader(target);
+    this.process(asked);
   }
 
   // ---- liveness ----
