@@ -373,6 +373,11 @@ export class Raft {
     };
   }
 
+  /** The current term (cheaper than status()). */
+  get term(): Term {
+    return this.currentTerm;
+  }
+
   /** The term of entry i in this node's log (durable or not), or undefined: for checkers and tests. */
   logTerm(i: LogIndex): Term | undefined {
     return this.log.term(i);

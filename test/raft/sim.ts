@@ -81,6 +81,8 @@ class SimNode {
   /** The term in which this node is leader as of its last Ready, or 0. */
   leaderTerm = 0;
   reads: PendingRead[] = [];
+  /** A Ready whose persistence is "in progress" (async-persist runs), with the term it was made in. */
+  held: { rd: Ready; term: number } | undefined = undefined;
   /** Writes this node proposed, by id, awaiting application here to be acknowledged. */
   proposed = new Set<string>();
 
@@ -103,6 +105,11 @@ class Simulation {
   private readSeq = 0;
   /** Per run: 0 sends one entry per MsgApp, which lets an old-term entry reach a majority alone (Figure 8). */
   private readonly messageBytesMax: number;
+  /** Per run: Readies are persisted late, with messages and ticks stepped in between (as an async node does). */
+  private readonly asyncPersist: boolean;
+  /** Per run: the election extensions on or off (their absence makes for more terms and deposed leaders). */
+  private readonly preVote: boolean;
+  private readonly checkQuorum: boolean;
   private dropRate = 0;
   private dupRate = 0;
   private delayRate = 0.2;
@@ -134,6 +141,9 @@ class Simulation {
     this.opts = opts;
     this.rng = simRandom(opts.seed);
     this.messageBytesMax = [0, 0, 60, 1024 * 1024][this.rng.int(0, 4)] ?? 0;
+    this.asyncPersist = this.rng.next() < 0.5;
+    this.preVote = this.rng.next() < 0.75;
+    this.checkQuorum = this.rng.next() < 0.75;
   }
 
   private fail(message: string): never {
@@ -181,6 +191,8 @@ class Simulation {
       uncommittedEntriesBytesMax: 400,
       snapshotChunkBytes: 64,
       learnerCatchUpEntriesMax: 5,
+      preVote: this.preVote,
+      checkQuorum: this.checkQuorum,
       ...(trace !== undefined ? { trace: (line: string) => this.trace(line) } : {}),
     });
     // The state machine restarts from the persisted snapshot; committed entries after it are applied again.
@@ -189,6 +201,7 @@ class Simulation {
     node.applied = snapshot.metadata.index;
     node.confState = snapshot.metadata.confState;
     node.leaderTerm = 0;
+    node.held = undefined;
     node.reads = [];
     node.proposed = new Set();
   }
@@ -196,6 +209,7 @@ class Simulation {
   private crash(node: SimNode): void {
     this.trace(`crash ${node.id}`);
     node.raft = undefined;
+    node.held = undefined;
     node.restarts++;
     this.stats.crashes++;
   }
@@ -216,48 +230,68 @@ class Simulation {
 
   // ---- the driver: persist, THEN send, apply, advance ----
 
+  /**
+   * Drains the node's Ready. In async-persist runs a Ready is often held back (its fsync "in progress") while
+   * the node keeps stepping messages and ticks; flush() completes it later. Crashing loses a held Ready.
+   */
   private process(node: SimNode): void {
-    for (let guard = 0; node.raft !== undefined && node.raft.hasReady(); guard++) {
+    for (let guard = 0; node.raft !== undefined && node.held === undefined && node.raft.hasReady(); guard++) {
       if (guard > 100) this.fail(`node ${node.id} keeps producing Ready`);
       const raft = node.raft;
       const rd = raft.ready();
-      this.persist(node, rd);
-      for (const m of rd.messages) this.send(m);
-      if (rd.snapshot !== undefined) {
-        node.kv = decodeKv(rd.snapshot.data);
-        node.applied = rd.snapshot.metadata.index;
-        node.confState = rd.snapshot.metadata.confState;
-      }
-      // An upper bound of the term in which these entries were committed: this node learned of it no later.
-      const commitTermMax = rd.committedEntries.length > 0 ? raft.status().term : 0;
-      for (const e of rd.committedEntries) this.apply(node, raft, e, commitTermMax);
-      for (const rs of rd.readStates) {
-        const read = node.reads.find((r) => r.context === rs.context);
-        if (read !== undefined) read.readIndex = rs.index;
-      }
-      raft.advance();
-      this.serveReads(node);
-      if (node.removed) {
-        this.trace(`node ${node.id} applied its own removal and stops`);
-        node.raft = undefined;
+      // The term the Ready's soft state and commits belong to.
+      const term = raft.term;
+      if (this.asyncPersist && this.rng.next() < 0.5) {
+        node.held = { rd, term };
         return;
       }
+      this.handleReady(node, raft, rd, term);
     }
   }
 
-  private persist(node: SimNode, rd: Ready): void {
-    const raft = node.raft as Raft;
+  private flush(node: SimNode): void {
+    const held = node.held;
+    if (held === undefined || node.raft === undefined) return;
+    node.held = undefined;
+    this.handleReady(node, node.raft, held.rd, held.term);
+    this.process(node);
+  }
+
+  /** Persist, THEN send, apply, advance. */
+  private handleReady(node: SimNode, raft: Raft, rd: Ready, term: number): void {
+    this.persist(node, rd, term);
+    for (const m of rd.messages) this.send(m);
+    if (rd.snapshot !== undefined) {
+      node.kv = decodeKv(rd.snapshot.data);
+      node.applied = rd.snapshot.metadata.index;
+      node.confState = rd.snapshot.metadata.confState;
+    }
+    // `term` bounds the term in which these entries were committed: this node knew of it by then.
+    for (const e of rd.committedEntries) this.apply(node, raft, e, term);
+    for (const rs of rd.readStates) {
+      const read = node.reads.find((r) => r.context === rs.context);
+      if (read !== undefined) read.readIndex = rs.index;
+    }
+    raft.advance();
+    this.serveReads(node);
+    if (node.removed) {
+      this.trace(`node ${node.id} applied its own removal and stops`);
+      node.raft = undefined;
+      node.held = undefined;
+    }
+  }
+
+  private persist(node: SimNode, rd: Ready, term: number): void {
     if (rd.softState !== undefined) {
-      const status = raft.status();
       if (rd.softState.state === 'leader') {
-        const other = this.leaderOfTerm.get(status.term);
+        const other = this.leaderOfTerm.get(term);
         if (other !== undefined && other !== node.id) {
-          this.fail(`election safety: ${other} and ${node.id} both lead term ${status.term}`);
+          this.fail(`election safety: ${other} and ${node.id} both lead term ${term}`);
         }
-        this.leaderOfTerm.set(status.term, node.id);
-        node.leaderTerm = status.term;
+        this.leaderOfTerm.set(term, node.id);
+        node.leaderTerm = term;
         this.stats.leaders++;
-        this.checkNewLeader(node);
+        this.checkNewLeader(node, term);
       } else {
         node.leaderTerm = 0;
       }
@@ -302,14 +336,14 @@ class Simulation {
   }
 
   /** Leader completeness: a new leader of term T holds every entry known to be committed in a term < T. */
-  private checkNewLeader(node: SimNode): void {
+  private checkNewLeader(node: SimNode, term: number): void {
     const raft = node.raft as Raft;
-    const status = raft.status();
+    const first = raft.status().firstIndex;
     for (const [i, c] of this.committed) {
-      if (c.commitTermMax >= status.term || i < status.firstIndex) continue;
+      if (c.commitTermMax >= term || i < first) continue;
       if (raft.logTerm(logIndex(i)) !== c.term) {
         this.fail(
-          `leader completeness: leader ${node.id} (term ${status.term}) lacks committed entry ${i}/${c.term}`,
+          `leader completeness: leader ${node.id} (term ${term}) lacks committed entry ${i}/${c.term}`,
         );
       }
     }
@@ -405,6 +439,7 @@ class Simulation {
     this.stats.delivered++;
     if (this.opts.trace !== undefined) this.trace(`deliver ${describe(m)}`);
     to.raft.step(m);
+    if (to.held !== undefined && this.rng.next() < 0.4) this.flush(to);
     this.process(to);
   }
 
@@ -425,6 +460,7 @@ class Simulation {
   }
 
   private tickAll(): void {
+    for (const node of this.live()) if (node.held !== undefined && this.rng.next() < 0.7) this.flush(node);
     for (const node of this.live()) {
       node.tickDebt += node.tickRate;
       while (node.tickDebt >= 1 && node.raft !== undefined) {
@@ -503,9 +539,12 @@ class Simulation {
       const node = live[this.rng.int(0, live.length)] as SimNode;
       this.propose(node);
     }
-    if (this.rng.next() < 0.5) {
-      const node = live[this.rng.int(0, live.length)] as SimNode;
-      this.read(node);
+    const reads = this.rng.int(0, 3);
+    for (let k = 0; k < reads; k++) {
+      // Half of the reads go to a node that believes it leads: a deposed leader must not answer them.
+      const leaders = this.leaders();
+      const pool = leaders.length > 0 && this.rng.next() < 0.5 ? leaders : live;
+      this.read(pool[this.rng.int(0, pool.length)] as SimNode);
     }
   }
 
@@ -596,6 +635,9 @@ class Simulation {
     this.dropRate = 0;
     this.dupRate = 0;
     this.delayRate = 0.1;
+    // Bounded clock drift: without pre-vote, a node with a stale log and a much faster clock can otherwise
+    // keep deposing everyone by timing out first forever (the disruptive server of the dissertation, §9.6).
+    for (const node of this.nodes.values()) node.tickRate = 0.9 + this.rng.next() * 0.2;
     for (const node of this.nodes.values()) if (node.raft === undefined && !node.removed) this.restart(node);
   }
 
