@@ -688,7 +688,7 @@ export class Raft {
         pr.recentActive = true;
         pr.paused = false;
         if (pr.state === 'replicate' && pr.inflights.full()) pr.inflights.freeFirstOne();
-        if (pr.state === 'snapshot') this.sendSnapshotChunk(m.from, pr);
+        if (pr.state === 'snapshot') this.maybeResendSnapshotChunk(m.from, pr);
         else if (pr.match < this.log.lastIndex() || pr.state === 'probe') this.sendAppend(m.from, true);
         if (m.context !== '') this.leaderHandleReadAck(m.from, m.context);
         return null;
@@ -700,6 +700,7 @@ export class Raft {
           pr.transfer.snapshot.metadata.index === m.snapshotIndex
         ) {
           pr.transfer.offsetAcked = m.offset;
+          pr.transfer.heartbeatsSinceAck = 0;
           this.sendSnapshotChunk(m.from, pr);
         }
         return null;
@@ -973,7 +974,17 @@ export class Raft {
     return true;
   }
 
-  /** Sends the chunk the follower asked for last (stop-and-wait; resent on heartbeat responses if lost). */
+  /** A chunk unacknowledged for two heartbeat rounds is presumed lost (one round may just be a slow chunk). */
+  private maybeResendSnapshotChunk(to: NodeId, pr: Progress): void {
+    const transfer = pr.transfer;
+    if (transfer === undefined) return;
+    transfer.heartbeatsSinceAck++;
+    if (transfer.heartbeatsSinceAck < 2) return;
+    transfer.heartbeatsSinceAck = 0;
+    this.sendSnapshotChunk(to, pr);
+  }
+
+  /** Sends the chunk the follower asked for last (stop-and-wait; resent after two heartbeat rounds without an answer). */
   private sendSnapshotChunk(to: NodeId, pr: Progress): void {
     const transfer = pr.transfer;
     if (transfer === undefined) return;
