@@ -33,7 +33,7 @@ import type {
   SoftState,
   StateType,
 } from './types.js';
-import { NONE, decodeConfChange, encodeConfChange, payloadBytes } from './types.js';
+import { NONE, decodeConfChange, encodeConfChange, messageClasses, payloadBytes } from './types.js';
 
 export interface RaftConfig {
   readonly id: NodeId;
@@ -587,7 +587,9 @@ export class Raft {
 
   private stepMessage(m: Message): RaftError | null {
     if (m.term === 0) {
-      // Local requests and forwarded proposals / read index requests: no term checks.
+      // Local requests and forwarded proposals / read index requests: no term checks. Any other type with term 0
+      // comes from a node that knows nothing yet (or a broken peer) and carries no information: drop it.
+      if (!messageClasses[m.type].local) return null;
     } else if (m.term > this.currentTerm) {
       if (m.type === 'MsgVote' || m.type === 'MsgPreVote') {
         const force = m.type === 'MsgVote' && m.transfer;

@@ -634,7 +634,7 @@ class Simulation {
     this.cut.clear();
     this.dropRate = 0;
     this.dupRate = 0;
-    this.delayRate = 0.1;
+    this.delayRate = 0; // timely: every message arrives within its round
     // Bounded clock drift: without pre-vote, a node with a stale log and a much faster clock can otherwise
     // keep deposing everyone by timing out first forever (the disruptive server of the dissertation, §9.6).
     for (const node of this.nodes.values()) node.tickRate = 0.9 + this.rng.next() * 0.2;
