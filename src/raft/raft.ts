@@ -63,6 +63,8 @@ export interface RaftConfig {
   readonly snapshotChunkBytes?: number;
   /** A learner may be promoted once its match index is within this many entries of the leader's commit. */
   readonly learnerCatchUpEntriesMax?: number;
+  /** Leader: most ReadIndex requests awaiting confirmation; more fail with ReadIndexBacklog. */
+  readonly readIndexPendingMax?: number;
   /** Campaign only after a pre-vote round shows a majority would vote (default true). */
   readonly preVote?: boolean;
   /** The leader steps down without recent contact with a majority; votes respect leader leases (default true). */
@@ -75,10 +77,11 @@ export const raftDefaults = {
   messageEntriesBytesMax: 1024 * 1024,
   inflightMessagesMax: 256,
   inflightBytesMax: 0,
-  uncommittedEntriesBytesMax: 0,
+  uncommittedEntriesBytesMax: 256 * 1024 * 1024,
   applyBytesMax: 64 * 1024 * 1024,
   snapshotChunkBytes: 1024 * 1024,
   learnerCatchUpEntriesMax: 1000,
+  readIndexPendingMax: 10_000,
 } as const;
 
 /** What the node and the tests may look at. */
@@ -122,6 +125,7 @@ export class Raft {
   private readonly uncommittedEntriesBytesMax: number;
   private readonly snapshotChunkBytes: number;
   private readonly learnerCatchUpEntriesMax: number;
+  private readonly readIndexPendingMax: number;
   private readonly preVote: boolean;
   private readonly checkQuorum: boolean;
 
@@ -181,6 +185,7 @@ export class Raft {
       config.uncommittedEntriesBytesMax ?? raftDefaults.uncommittedEntriesBytesMax;
     this.snapshotChunkBytes = config.snapshotChunkBytes ?? raftDefaults.snapshotChunkBytes;
     this.learnerCatchUpEntriesMax = config.learnerCatchUpEntriesMax ?? raftDefaults.learnerCatchUpEntriesMax;
+    this.readIndexPendingMax = config.readIndexPendingMax ?? raftDefaults.readIndexPendingMax;
     this.preVote = config.preVote ?? true;
     this.checkQuorum = config.checkQuorum ?? true;
     this.log = new RaftLog(config.storage, config.applyBytesMax ?? raftDefaults.applyBytesMax);
@@ -670,10 +675,7 @@ export class Raft {
 
   private stepLeader(m: Message): RaftError | null {
     if (m.type === 'MsgProp') return this.leaderPropose(m);
-    if (m.type === 'MsgReadIndex') {
-      this.leaderReadIndex(m);
-      return null;
-    }
+    if (m.type === 'MsgReadIndex') return this.leaderReadIndex(m);
     if (m.type === 'MsgTransferLeader') {
       this.leaderTransfer(m.transferee);
       return null;
@@ -764,17 +766,20 @@ export class Raft {
     }
   }
 
-  private leaderReadIndex(m: MsgReadIndex): void {
+  private leaderReadIndex(m: MsgReadIndex): RaftError | null {
     if (this.voters.length === 1 && this.voters[0] === this.id) {
       this.answerReadIndex(m, this.log.committed);
-      return;
+      return null;
     }
+    if (this.readOnly.size() + this.pendingReadIndex.length >= this.readIndexPendingMax)
+      return 'ReadIndexBacklog';
     // A new leader does not know the commit index of the previous term until it commits an entry of its own.
     if (this.log.term(this.log.committed) !== this.currentTerm) {
       this.pendingReadIndex.push(m);
-      return;
+      return null;
     }
     this.startReadIndexRound(m);
+    return null;
   }
 
   private startReadIndexRound(m: MsgReadIndex): void {

@@ -93,6 +93,7 @@ export class InteractionEnv {
           ? { snapshotChunkBytes: Number(opt('snapshot-chunk-bytes')) }
           : {}),
         ...(opt('catch-up') !== undefined ? { learnerCatchUpEntriesMax: Number(opt('catch-up')) } : {}),
+        ...(opt('read-pending') !== undefined ? { readIndexPendingMax: Number(opt('read-pending')) } : {}),
         ...(opt('inflight') !== undefined ? { inflightMessagesMax: Number(opt('inflight')) } : {}),
         ...(opt('uncommitted-bytes') !== undefined
           ? { uncommittedEntriesBytesMax: Number(opt('uncommitted-bytes')) }
