@@ -1184,11 +1184,17 @@ export class Raft {
     }
     rx.chunks.push(m.data.slice());
     rx.bytes += m.data.length;
+    if (rx.bytes > m.totalBytes || (m.done && rx.bytes !== m.totalBytes)) {
+      // Inconsistent chunks (a broken peer): start the transfer over rather than install a torn snapshot.
+      this.note(`snapshot at ${m.snapshotIndex}: ${rx.bytes} bytes received of ${m.totalBytes}; restarting`);
+      this.snapshotReceive = undefined;
+      ack(0);
+      return;
+    }
     if (!m.done) {
       ack(rx.bytes);
       return;
     }
-    assert(rx.bytes === m.totalBytes, `snapshot size ${rx.bytes} != ${m.totalBytes}`);
     const data = new Uint8Array(rx.bytes);
     let at = 0;
     for (const chunk of rx.chunks) {
