@@ -473,11 +473,11 @@ export class Raft {
     assert(self !== undefined);
     self.becomeReplicate();
     self.recentActive = true;
-    // A membership change may be proposed only once everything up to here is applied, and (with the empty entry
-    // below) only after this leader committed an entry of its own term: the fix of the single-server change bug.
-    this.pendingConfIndex = this.log.lastIndex();
     const ok = this.appendEntries([{ type: 'normal', data: new Uint8Array(0) }]);
     assert(ok, 'the empty entry of a new leader is always accepted');
+    // A membership change may be proposed only once this empty entry is applied: the leader has then committed
+    // an entry of its own term, and knows any change an earlier leader left (the single-server change fix).
+    this.pendingConfIndex = this.log.lastIndex();
     this.note(`became leader at term ${this.currentTerm}`);
   }
 
