@@ -57,7 +57,8 @@ export class Unstable {
   truncateAndAppend(entries: readonly Entry[]): void {
     const after = (entries[0] as Entry).index;
     if (after === this.offset + this.entries.length) {
-      this.entries = this.entries.concat(entries);
+      // In place (ready() hands out a copy): a leader appends one proposal at a time.
+      for (const e of entries) this.entries.push(e);
     } else if (after <= this.offset) {
       // Replaces every unstable entry; the node truncates its stored log when it persists these.
       this.offset = after;

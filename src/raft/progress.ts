@@ -85,6 +85,8 @@ export interface SnapshotTransfer {
   readonly snapshot: Snapshot;
   /** The follower holds the first `offsetAcked` bytes. */
   offsetAcked: number;
+  /** Heartbeat responses since the last chunk acknowledgement; at 2 the chunk is presumed lost and resent. */
+  heartbeatsSinceAck: number;
 }
 
 export class Progress {
@@ -133,7 +135,7 @@ export class Progress {
 
   becomeSnapshot(snapshot: Snapshot): void {
     this.resetState('snapshot');
-    this.transfer = { snapshot, offsetAcked: 0 };
+    this.transfer = { snapshot, offsetAcked: 0, heartbeatsSinceAck: 0 };
   }
 
   /** A MsgApp with `count` entries starting at `firstIndex` and `bytes` of payload was sent. */

@@ -12,7 +12,18 @@ export function majority(voterCount: number): number {
 /** The largest index that a majority of `voters` have (0 for an empty voter set: nothing commits). */
 export function committedIndex(voters: readonly NodeId[], match: (id: NodeId) => LogIndex): LogIndex {
   if (voters.length === 0) return logIndex(0);
-  const matches = voters.map(match).sort((a, b) => b - a);
+  // Insertion sort, descending: voter sets are small and this runs on every acknowledgement.
+  const matches: LogIndex[] = [];
+  for (const id of voters) {
+    const m = match(id);
+    let k = matches.length;
+    matches.push(m);
+    while (k > 0 && (matches[k - 1] as LogIndex) < m) {
+      matches[k] = matches[k - 1] as LogIndex;
+      k--;
+    }
+    matches[k] = m;
+  }
   return matches[majority(voters.length) - 1] ?? logIndex(0);
 }
 

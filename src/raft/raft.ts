@@ -33,7 +33,7 @@ import type {
   SoftState,
   StateType,
 } from './types.js';
-import { NONE, decodeConfChange, encodeConfChange, payloadBytes } from './types.js';
+import { NONE, decodeConfChange, encodeConfChange, messageClasses, payloadBytes } from './types.js';
 
 export interface RaftConfig {
   readonly id: NodeId;
@@ -44,7 +44,10 @@ export interface RaftConfig {
   readonly electionTicks: number;
   /** A leader sends heartbeats every heartbeatTicks ticks; must be < electionTicks. */
   readonly heartbeatTicks: number;
-  /** The last applied index when restarting (default: the snapshot's index). */
+  /**
+   * The last applied index when restarting (default: the latest snapshot's index). When given, the node MUST
+   * have applied everything up to it, and initialState().confState MUST be the membership as of it.
+   */
   readonly applied?: LogIndex;
   /** Most payload bytes of entries in one MsgApp (at least one entry is always sent). etcd: MaxSizePerMsg. */
   readonly messageEntriesBytesMax?: number;
@@ -60,6 +63,8 @@ export interface RaftConfig {
   readonly snapshotChunkBytes?: number;
   /** A learner may be promoted once its match index is within this many entries of the leader's commit. */
   readonly learnerCatchUpEntriesMax?: number;
+  /** Leader: most ReadIndex requests awaiting confirmation; more fail with ReadIndexBacklog. */
+  readonly readIndexPendingMax?: number;
   /** Campaign only after a pre-vote round shows a majority would vote (default true). */
   readonly preVote?: boolean;
   /** The leader steps down without recent contact with a majority; votes respect leader leases (default true). */
@@ -72,10 +77,11 @@ export const raftDefaults = {
   messageEntriesBytesMax: 1024 * 1024,
   inflightMessagesMax: 256,
   inflightBytesMax: 0,
-  uncommittedEntriesBytesMax: 0,
+  uncommittedEntriesBytesMax: 256 * 1024 * 1024,
   applyBytesMax: 64 * 1024 * 1024,
   snapshotChunkBytes: 1024 * 1024,
   learnerCatchUpEntriesMax: 1000,
+  readIndexPendingMax: 10_000,
 } as const;
 
 /** What the node and the tests may look at. */
@@ -119,6 +125,7 @@ export class Raft {
   private readonly uncommittedEntriesBytesMax: number;
   private readonly snapshotChunkBytes: number;
   private readonly learnerCatchUpEntriesMax: number;
+  private readonly readIndexPendingMax: number;
   private readonly preVote: boolean;
   private readonly checkQuorum: boolean;
 
@@ -178,6 +185,7 @@ export class Raft {
       config.uncommittedEntriesBytesMax ?? raftDefaults.uncommittedEntriesBytesMax;
     this.snapshotChunkBytes = config.snapshotChunkBytes ?? raftDefaults.snapshotChunkBytes;
     this.learnerCatchUpEntriesMax = config.learnerCatchUpEntriesMax ?? raftDefaults.learnerCatchUpEntriesMax;
+    this.readIndexPendingMax = config.readIndexPendingMax ?? raftDefaults.readIndexPendingMax;
     this.preVote = config.preVote ?? true;
     this.checkQuorum = config.checkQuorum ?? true;
     this.log = new RaftLog(config.storage, config.applyBytesMax ?? raftDefaults.applyBytesMax);
@@ -193,7 +201,8 @@ export class Raft {
       this.currentTerm = hardState.term;
       this.vote = hardState.vote;
     }
-    if (config.applied !== undefined) this.log.appliedTo(config.applied);
+    // By default the state machine restarts from the latest snapshot and re-applies the committed log after it.
+    this.log.appliedTo(config.applied ?? config.storage.snapshot().metadata.index);
     this.becomeFollower(this.currentTerm, NONE);
     this.prevSoftState = this.softState();
     this.prevHardState = this.hardState();
@@ -369,6 +378,11 @@ export class Raft {
     };
   }
 
+  /** The current term (cheaper than status()). */
+  get term(): Term {
+    return this.currentTerm;
+  }
+
   /** The term of entry i in this node's log (durable or not), or undefined: for checkers and tests. */
   logTerm(i: LogIndex): Term | undefined {
     return this.log.term(i);
@@ -459,11 +473,11 @@ export class Raft {
     assert(self !== undefined);
     self.becomeReplicate();
     self.recentActive = true;
-    // A membership change may be proposed only once everything up to here is applied, and (with the empty entry
-    // below) only after this leader committed an entry of its own term: the fix of the single-server change bug.
-    this.pendingConfIndex = this.log.lastIndex();
     const ok = this.appendEntries([{ type: 'normal', data: new Uint8Array(0) }]);
     assert(ok, 'the empty entry of a new leader is always accepted');
+    // A membership change may be proposed only once this empty entry is applied: the leader has then committed
+    // an entry of its own term, and knows any change an earlier leader left (the single-server change fix).
+    this.pendingConfIndex = this.log.lastIndex();
     this.note(`became leader at term ${this.currentTerm}`);
   }
 
@@ -578,7 +592,9 @@ export class Raft {
 
   private stepMessage(m: Message): RaftError | null {
     if (m.term === 0) {
-      // Local requests and forwarded proposals / read index requests: no term checks.
+      // Local requests and forwarded proposals / read index requests: no term checks. Any other type with term 0
+      // comes from a node that knows nothing yet (or a broken peer) and carries no information: drop it.
+      if (!messageClasses[m.type].local) return null;
     } else if (m.term > this.currentTerm) {
       if (m.type === 'MsgVote' || m.type === 'MsgPreVote') {
         const force = m.type === 'MsgVote' && m.transfer;
@@ -659,10 +675,7 @@ export class Raft {
 
   private stepLeader(m: Message): RaftError | null {
     if (m.type === 'MsgProp') return this.leaderPropose(m);
-    if (m.type === 'MsgReadIndex') {
-      this.leaderReadIndex(m);
-      return null;
-    }
+    if (m.type === 'MsgReadIndex') return this.leaderReadIndex(m);
     if (m.type === 'MsgTransferLeader') {
       this.leaderTransfer(m.transferee);
       return null;
@@ -679,7 +692,7 @@ export class Raft {
         pr.recentActive = true;
         pr.paused = false;
         if (pr.state === 'replicate' && pr.inflights.full()) pr.inflights.freeFirstOne();
-        if (pr.state === 'snapshot') this.sendSnapshotChunk(m.from, pr);
+        if (pr.state === 'snapshot') this.maybeResendSnapshotChunk(m.from, pr);
         else if (pr.match < this.log.lastIndex() || pr.state === 'probe') this.sendAppend(m.from, true);
         if (m.context !== '') this.leaderHandleReadAck(m.from, m.context);
         return null;
@@ -691,6 +704,7 @@ export class Raft {
           pr.transfer.snapshot.metadata.index === m.snapshotIndex
         ) {
           pr.transfer.offsetAcked = m.offset;
+          pr.transfer.heartbeatsSinceAck = 0;
           this.sendSnapshotChunk(m.from, pr);
         }
         return null;
@@ -752,17 +766,20 @@ export class Raft {
     }
   }
 
-  private leaderReadIndex(m: MsgReadIndex): void {
+  private leaderReadIndex(m: MsgReadIndex): RaftError | null {
     if (this.voters.length === 1 && this.voters[0] === this.id) {
       this.answerReadIndex(m, this.log.committed);
-      return;
+      return null;
     }
+    if (this.readOnly.size() + this.pendingReadIndex.length >= this.readIndexPendingMax)
+      return 'ReadIndexBacklog';
     // A new leader does not know the commit index of the previous term until it commits an entry of its own.
     if (this.log.term(this.log.committed) !== this.currentTerm) {
       this.pendingReadIndex.push(m);
-      return;
+      return null;
     }
     this.startReadIndexRound(m);
+    return null;
   }
 
   private startReadIndexRound(m: MsgReadIndex): void {
@@ -964,7 +981,17 @@ export class Raft {
     return true;
   }
 
-  /** Sends the chunk the follower asked for last (stop-and-wait; resent on heartbeat responses if lost). */
+  /** A chunk unacknowledged for two heartbeat rounds is presumed lost (one round may just be a slow chunk). */
+  private maybeResendSnapshotChunk(to: NodeId, pr: Progress): void {
+    const transfer = pr.transfer;
+    if (transfer === undefined) return;
+    transfer.heartbeatsSinceAck++;
+    if (transfer.heartbeatsSinceAck < 2) return;
+    transfer.heartbeatsSinceAck = 0;
+    this.sendSnapshotChunk(to, pr);
+  }
+
+  /** Sends the chunk the follower asked for last (stop-and-wait; resent after two heartbeat rounds without an answer). */
   private sendSnapshotChunk(to: NodeId, pr: Progress): void {
     const transfer = pr.transfer;
     if (transfer === undefined) return;
@@ -1157,11 +1184,17 @@ export class Raft {
     }
     rx.chunks.push(m.data.slice());
     rx.bytes += m.data.length;
+    if (rx.bytes > m.totalBytes || (m.done && rx.bytes !== m.totalBytes)) {
+      // Inconsistent chunks (a broken peer): start the transfer over rather than install a torn snapshot.
+      this.note(`snapshot at ${m.snapshotIndex}: ${rx.bytes} bytes received of ${m.totalBytes}; restarting`);
+      this.snapshotReceive = undefined;
+      ack(0);
+      return;
+    }
     if (!m.done) {
       ack(rx.bytes);
       return;
     }
-    assert(rx.bytes === m.totalBytes, `snapshot size ${rx.bytes} != ${m.totalBytes}`);
     const data = new Uint8Array(rx.bytes);
     let at = 0;
     for (const chunk of rx.chunks) {
@@ -1190,10 +1223,9 @@ export class Raft {
   private restore(snapshot: Snapshot): boolean {
     const { index, term: snapshotTerm, confState } = snapshot.metadata;
     if (index <= this.log.committed) return false;
-    if (!confState.voters.includes(this.id) && !confState.learners.includes(this.id)) {
-      this.note(`ignored snapshot at ${index}: this node is not in its membership`);
-      return false;
-    }
+    // A snapshot taken before this node was added does not list it (etcd-io/raft refuses those; its server sends
+    // a fresh snapshot instead). It is installed all the same: its data is committed, and the entry that adds
+    // this node follows in the log; until that entry is applied this node is not a member and cannot campaign.
     if (this.log.matchTerm(index, snapshotTerm)) {
       // We already have the entry: just commit up to it.
       this.note(`fast-forwarded commit to ${index} from a snapshot`);

@@ -140,7 +140,9 @@ export class MemoryStorage implements LogStorage {
       k <= this.ents.length,
       `append leaves a gap: stored up to ${this.lastIndex()}, got ${first.index}`,
     );
-    this.ents = this.ents.slice(0, k).concat(fresh);
+    // In place: appending at the end is the common case and must not copy the whole log.
+    if (k < this.ents.length) this.ents.length = k;
+    for (const e of fresh) this.ents.push(e);
   }
 }
 

@@ -257,6 +257,8 @@ export type RaftError =
   | 'ConfChangePending'
   /** A learner may be promoted only once its log is within `learnerCatchUpEntriesMax` of the leader's commit. */
   | 'LearnerNotCaughtUp'
+  /** The leader has `readIndexPendingMax` ReadIndex requests awaiting confirmation; retry later (backpressure). */
+  | 'ReadIndexBacklog'
   /** The change is not valid for the current membership (e.g. removing the last voter, demoting a voter). */
   | 'InvalidConfChange';
 

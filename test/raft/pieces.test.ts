@@ -70,6 +70,15 @@ test('RaftLog.maybeAppend matches, truncates conflicts and commits only what it 
   assert.equal(log.committed, 4);
 });
 
+test('RaftLog.maybeAppend never commits entries past the ones the leader vouched for', () => {
+  const s = new MemoryStorage();
+  s.append([ent(1, 1), ent(2, 1), ent(3, 1), ent(4, 1)]);
+  const log = new RaftLog(s, Infinity);
+  // The leader's commit is 10, but it only proved that our log matches up to 2: entries 3 and 4 may be stale.
+  assert.equal(log.maybeAppend(logIndex(2), term(1), logIndex(10), []), 2);
+  assert.equal(log.committed, 2);
+});
+
 test('RaftLog commits by counting only entries of the current term (Figure 8)', () => {
   const s = new MemoryStorage();
   s.append([ent(1, 1), ent(2, 2)]);
