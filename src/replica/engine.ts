@@ -640,6 +640,8 @@ export class ReplicatedStore implements KVStore {
           'InvalidArgument',
           `${what}: the learner has not caught up with the leader yet`,
         );
+      case 'ReadIndexBacklog':
+        return new StorageError('Unavailable', `${what}: too many reads are waiting for the leader; retry`);
       case 'InvalidConfChange':
         return new StorageError('InvalidArgument', `${what}: not valid for the current membership`);
       default:
