@@ -226,7 +226,8 @@ async function failover(
 
 const describe = (result: LoadResult | LatencySummary): string =>
   'opsPerSecond' in result
-    ? `${result.opsPerSecond.toFixed(0)} ops/s, p50 ${result.latency.p50.toFixed(2)} ms, p99 ${result.latency.p99.toFixed(2)} ms`
+    ? `${result.opsPerSecond.toFixed(0)} ops/s, p50 ${result.latency.p50.toFixed(2)} ms, p99 ${result.latency.p99.toFixed(2)} ms` +
+      (result.errors > 0 ? `, ${result.errors} FAILED (${result.firstError})` : '')
     : `p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms`;
 
 export async function runClusterBench(args: BenchArgs): Promise<void> {
@@ -250,9 +251,12 @@ export async function runClusterBench(args: BenchArgs): Promise<void> {
       const order = index % 2 === 0 ? clusters : [...clusters].reverse();
       const figures: Partial<Record<Target, LoadResult | LatencySummary>> = {};
       for (const cluster of order) {
+        const termBefore = await cluster.term();
         const result = await phase.run(cluster);
+        const termAfter = await cluster.term();
         figures[cluster.target] = result;
-        log(`  ${cluster.target} ${phase.name}: ${describe(result)}`);
+        const elections = termAfter !== termBefore ? ` (ELECTION: term ${termBefore} -> ${termAfter})` : '';
+        log(`  ${cluster.target} ${phase.name}: ${describe(result)}${elections}`);
       }
       loads[phase.name] = figures;
     }

@@ -28,6 +28,8 @@ export interface BenchCluster {
   client(members?: readonly number[]): Promise<KVStore>;
   /** The index of the current leader, once every live member agrees on one (waits up to `timeoutMs`). */
   leader(timeoutMs?: number): Promise<number>;
+  /** The leader's Raft term (a change during a phase means an election happened). */
+  term(): Promise<number>;
   /** kill -9 of member i; resolves when the process is gone. */
   kill(i: number): Promise<void>;
   /** Restarts member i on its data dir and waits until it has caught up with the leader's commit index. */
@@ -79,6 +81,18 @@ class Processes {
     await Promise.all(this.children.map((_, i) => this.kill(i)));
   }
 
+  /** SIGTERM (so that a profiled process writes its profile), then SIGKILL after `graceMs`. */
+  async terminateAll(graceMs: number): Promise<void> {
+    await Promise.all(
+      this.children.map(async (child, i) => {
+        if (!alive(child) || child.pid === undefined) return;
+        process.kill(child.pid, 'SIGTERM');
+        await Promise.race([exited(child), sleep(graceMs)]);
+        await this.kill(i);
+      }),
+    );
+  }
+
   /** Throws with the member's stderr when it exited. */
   checkAlive(i: number, what: string): void {
     if (!alive(this.children[i])) {
@@ -117,7 +131,7 @@ export async function startStoaCluster(n: number, seed: number): Promise<BenchCl
   const clients: RemoteStore[] = [];
   const stop = async (): Promise<void> => {
     await Promise.all(clients.map((c) => c.close()));
-    await procs.killAll();
+    await procs.terminateAll(5000);
     await dir.remove();
   };
   try {
@@ -163,7 +177,9 @@ export async function startStoaCluster(n: number, seed: number): Promise<BenchCl
     };
     const probes = members.map((_, i) => statusClient(i));
     const startMember = async (i: number): Promise<void> => {
-      await procs.spawn(i, process.execPath, [nodeMain, configs[i]!]);
+      // STOA_BENCH_NODE_ARGS: extra node flags for the Stoa processes, e.g. --cpu-prof --cpu-prof-dir=DIR.
+      const nodeArgs = (process.env['STOA_BENCH_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '');
+      await procs.spawn(i, process.execPath, [...nodeArgs, nodeMain, configs[i]!]);
       await until(`stoa member ${i} listening`, 30_000, async () => {
         procs.checkAlive(i, 'stoa');
         return (await probes[i]!.nodeStatus()).role;
@@ -188,6 +204,7 @@ export async function startStoaCluster(n: number, seed: number): Promise<BenchCl
         return new RemotePool(remotes, () => Math.floor(random() * remotes.length));
       },
       leader,
+      term: async () => (await probes[await leader()]!.nodeStatus()).term,
       kill: (i) => procs.kill(i),
       async restart(i) {
         await startMember(i);
@@ -210,6 +227,7 @@ interface EtcdStatusJson {
   leader?: string;
   raftIndex?: string;
   raftAppliedIndex?: string;
+  raftTerm?: string;
 }
 
 async function etcdStatus(clientUrl: string): Promise<EtcdStatusJson> {
@@ -288,6 +306,7 @@ export async function startEtcdBenchCluster(n: number): Promise<BenchCluster> {
         return store;
       },
       leader,
+      term: async () => Number((await etcdStatus(specs[await leader()]!.clientUrl)).raftTerm),
       kill: (i) => procs.kill(i),
       async restart(i) {
         await startMember(i);

@@ -74,6 +74,9 @@ export interface LoadResult {
   /** Operations completed per `seriesBucketMs`, from the start of the load. */
   readonly series: readonly number[];
   readonly seriesBucketMs: number;
+  /** Operations that failed (not counted in throughput or latency), and the first failure's message. */
+  readonly errors: number;
+  readonly firstError?: string;
 }
 
 /**
@@ -88,13 +91,22 @@ export async function runLoad(
   const seriesBucketMs = Math.max(50, Math.round(durationMs / 50));
   const series: number[] = [];
   const latencies: number[] = [];
+  let errors = 0;
+  let firstError: string | undefined;
   const start = performance.now();
   const end = start + durationMs;
   await Promise.all(
     Array.from({ length: workers }, async (_, w) => {
       for (let i = 0; i < opsMax && performance.now() < end; i++) {
         const opStart = performance.now();
-        await op(w, i);
+        try {
+          await op(w, i);
+        } catch (error) {
+          // A failed operation (e.g. a write that timed out across an election) is counted, not measured.
+          errors++;
+          firstError ??= error instanceof Error ? error.message : String(error);
+          continue;
+        }
         const now = performance.now();
         latencies.push(now - opStart);
         const bucket = Math.floor((now - start) / seriesBucketMs);
@@ -104,7 +116,14 @@ export async function runLoad(
     }),
   );
   const seconds = (performance.now() - start) / 1000;
-  return { opsPerSecond: latencies.length / seconds, latency: summarize(latencies), series, seriesBucketMs };
+  return {
+    opsPerSecond: latencies.length / seconds,
+    latency: summarize(latencies),
+    series,
+    seriesBucketMs,
+    errors,
+    ...(firstError !== undefined ? { firstError } : {}),
+  };
 }
 
 export const putOne = (store: KVStore, key: string, value: Uint8Array): Promise<unknown> =>
@@ -182,7 +201,11 @@ export async function watchLatency(
         for (let n = 0; n < opsMax && performance.now() < end; n++) {
           const key = `/bench/watch/${w}/${i++}`;
           sentAt.set(key, performance.now());
-          await putOne(writer, key, value);
+          try {
+            await putOne(writer, key, value);
+          } catch {
+            sentAt.delete(key); // failed (e.g. across an election): not measured
+          }
         }
       }),
     );
