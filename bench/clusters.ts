@@ -123,7 +123,11 @@ export function seededRandom(seed: number): () => number {
   };
 }
 
-export async function startStoaCluster(n: number, seed: number): Promise<BenchCluster> {
+export async function startStoaCluster(
+  n: number,
+  seed: number,
+  tuning: { readonly snapshotCount?: number } = {},
+): Promise<BenchCluster> {
   const dir = await tempDir('bench-stoa');
   const procs = new Processes();
   const nodeMain = fileURLToPath(new URL('./kv-node.js', import.meta.url));
@@ -163,6 +167,7 @@ export async function startStoaCluster(n: number, seed: number): Promise<BenchCl
           electionTimeoutMs,
           // As etcd by default: no automatic compaction.
           retentionMs: 0,
+          ...tuning,
         },
         clientPort: clientPorts[i]!,
       };
