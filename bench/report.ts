@@ -118,7 +118,7 @@ function plot(series: readonly Series[], options: PlotOptions): string {
       else d += `L${px(x).toFixed(1)},${py(y).toFixed(1)}`;
     }
     parts.push(`<path d="${d}" fill="none" stroke="${s.color}" stroke-width="1.6"/>`);
-    const lx = width - m.right - 90;
+    const lx = width - m.right - 18 - 6 * Math.max(...series.map((x) => x.name.length));
     const ly = m.top + 4 + i * 13;
     parts.push(`<rect x="${lx}" y="${ly}" width="10" height="3" fill="${s.color}"/>`);
     parts.push(`<text x="${lx + 14}" y="${ly + 4}">${escape(s.name)}</text>`);
