@@ -247,6 +247,11 @@ export async function runClusterBench(args: BenchArgs): Promise<void> {
     clusters.push(await startEtcdBenchCluster(nodes));
     log('  both clusters up');
     for (const cluster of clusters) await withClient(cluster, undefined, preloadRangeKeys);
+    // Warm-up, not measured: JIT, connections and LevelDB's first flushes would otherwise land on the first phase.
+    for (const cluster of clusters) {
+      await withClient(cluster, undefined, (store) => putLoad(store, Math.min(2000, durationMs), 8, 256));
+    }
+    log('  warmed up');
     for (const [index, phase] of phases(durationMs).entries()) {
       const order = index % 2 === 0 ? clusters : [...clusters].reverse();
       const figures: Partial<Record<Target, LoadResult | LatencySummary>> = {};
