@@ -101,6 +101,9 @@ export interface FailoverKill {
   /** The longest gap between successive acknowledged writes around the kill. */
   readonly windowMs: number;
   readonly failedAttempts: number;
+  /** When the writers of this kill ran (ms since the start of the failover phase); none ran in between. */
+  readonly writingFrom: number;
+  readonly writingTo: number;
 }
 
 export interface FailoverResult {
@@ -126,7 +129,9 @@ async function failoverOnce(
   let failedAttempts = 0;
   let killedAt: number | undefined;
   let stop = false;
+  let writingTo = 0;
   const value = Buffer.alloc(256, 'f');
+  const writingFrom = performance.now() - phaseStart;
   const writers = Array.from({ length: failoverWriters }, async (_, w) => {
     let target = w % clients.length;
     for (let i = 0; i < 1_000_000 && !stop; i++) {
@@ -181,6 +186,7 @@ async function failoverOnce(
   } finally {
     stop = true;
     await Promise.all(writers);
+    writingTo = performance.now() - phaseStart;
     await Promise.all(clients.map((c) => c.close()));
   }
   const times = [...acked].sort((a, b) => a - b);
@@ -193,7 +199,7 @@ async function failoverOnce(
     previous = t;
   }
   await cluster.restart(lead);
-  return { killedAt: killedAt - phaseStart, member: lead, windowMs, failedAttempts };
+  return { killedAt: killedAt - phaseStart, member: lead, windowMs, failedAttempts, writingFrom, writingTo };
 }
 
 async function failover(

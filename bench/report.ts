@@ -12,7 +12,13 @@ import {
 } from './measure.js';
 
 export interface ReportFailover {
-  readonly kills: ReadonlyArray<{ killedAt: number; member: number; windowMs: number }>;
+  readonly kills: ReadonlyArray<{
+    killedAt: number;
+    member: number;
+    windowMs: number;
+    writingFrom: number;
+    writingTo: number;
+  }>;
   readonly medianMs: number;
   readonly series: readonly number[];
   readonly bucketMs: number;
@@ -68,7 +74,7 @@ interface PlotOptions {
 function plot(series: readonly Series[], options: PlotOptions): string {
   const width = options.width ?? 460;
   const height = options.height ?? 240;
-  const m = { left: 58, right: 12, top: 26, bottom: 40 };
+  const m = { left: 58, right: 24, top: 36, bottom: 40 };
   const all = series.flatMap((s) => s.points).filter(([x, y]) => Number.isFinite(x) && Number.isFinite(y));
   const tx = (x: number): number => (options.logX === true ? Math.log10(Math.max(x, 1e-9)) : x);
   const xs = all.map(([x]) => tx(x)).concat((options.markers ?? []).map((k) => tx(k.x)));
@@ -102,26 +108,34 @@ function plot(series: readonly Series[], options: PlotOptions): string {
   parts.push(
     `<text transform="translate(12 ${(m.top + height - m.bottom) / 2}) rotate(-90)" text-anchor="middle">${escape(options.yLabel)}</text>`,
   );
-  for (const marker of options.markers ?? []) {
+  for (const [index, marker] of (options.markers ?? []).entries()) {
     const x = px(marker.x);
     parts.push(
       `<line x1="${x}" y1="${m.top}" x2="${x}" y2="${height - m.bottom}" stroke="#c00" stroke-dasharray="3 2"/>`,
     );
-    parts.push(`<text x="${x + 2}" y="${m.top + 9}" fill="#c00">${escape(marker.label)}</text>`);
+    parts.push(
+      `<text x="${x + 2}" y="${m.top + 9 + 11 * (index % 2)}" fill="#c00">${escape(marker.label)}</text>`,
+    );
   }
-  for (const [i, s] of series.entries()) {
-    const points = s.points.filter(([x, y]) => Number.isFinite(x) && Number.isFinite(y));
+  // The legend: one row under the title. A point with a non-finite y breaks the line (no data there).
+  let lx = m.left;
+  for (const s of series) {
     let d = '';
-    for (const [j, [x, y]] of points.entries()) {
-      if (j === 0) d += `M${px(x).toFixed(1)},${py(y).toFixed(1)}`;
+    let move = true;
+    for (const [x, y] of s.points) {
+      if (!Number.isFinite(x) || !Number.isFinite(y)) {
+        move = true;
+        continue;
+      }
+      if (move) d += `M${px(x).toFixed(1)},${py(y).toFixed(1)}`;
       else if (options.step === true) d += `H${px(x).toFixed(1)}V${py(y).toFixed(1)}`;
       else d += `L${px(x).toFixed(1)},${py(y).toFixed(1)}`;
+      move = false;
     }
     parts.push(`<path d="${d}" fill="none" stroke="${s.color}" stroke-width="1.6"/>`);
-    const lx = width - m.right - 18 - 6 * Math.max(...series.map((x) => x.name.length));
-    const ly = m.top + 4 + i * 13;
-    parts.push(`<rect x="${lx}" y="${ly}" width="10" height="3" fill="${s.color}"/>`);
-    parts.push(`<text x="${lx + 14}" y="${ly + 4}">${escape(s.name)}</text>`);
+    parts.push(`<rect x="${lx}" y="24" width="10" height="3" fill="${s.color}"/>`);
+    parts.push(`<text x="${lx + 14}" y="28">${escape(s.name)}</text>`);
+    lx += 30 + 6 * s.name.length;
   }
   parts.push('</svg>');
   return parts.join('');
@@ -240,12 +254,17 @@ function failoverSection(failover: Partial<Record<Target, ReportFailover>>): str
         {
           name: `${t} acknowledged writes`,
           color: colors[t],
-          points: f.series.map((count, i) => [(i * f.bucketMs) / 1000, count / (f.bucketMs / 1000)] as const),
+          // Between kills no writer runs (the killed member restarts): no line there.
+          points: f.series.map((count, i) => {
+            const t = i * f.bucketMs;
+            const writing = f.kills.some((k) => t >= k.writingFrom && t + f.bucketMs <= k.writingTo);
+            return [t / 1000, writing ? count / (f.bucketMs / 1000) : NaN] as const;
+          }),
         },
       ],
       {
         title: `${t}: writes/s around each kill (median window ${fmt(f.medianMs)} ms)`,
-        xLabel: 's since the failover phase began',
+        xLabel: 's since the failover phase began (no line: the killed member restarts, no writers run)',
         yLabel: 'acknowledged writes/s',
         markers: f.kills.map((k) => ({ x: k.killedAt / 1000, label: `kill ${fmt(k.windowMs)} ms` })),
         width: 940,
