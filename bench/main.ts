@@ -1,5 +1,6 @@
 // The one bench CLI: `npm run bench -- SCENARIO [options]`. Each scenario is a module with a run function;
 // add new ones to `scenarios` below.
+import { runClusterBench } from './cluster.js';
 import { runStoreBench } from './store.js';
 
 export interface BenchArgs {
@@ -11,15 +12,18 @@ export interface BenchArgs {
   readonly rounds: number;
   /** Where to write the JSON result (default bench/results/SCENARIO-TIMESTAMP.json). */
   readonly out: string | undefined;
+  /** Seeds the random choices of the run (recorded in the JSON). */
+  readonly seed: number;
 }
 
 const scenarios: Record<string, (args: BenchArgs) => Promise<void>> = {
   store: runStoreBench,
+  cluster: runClusterBench,
 };
 
 function usage(): never {
   process.stderr.write(
-    `usage: npm run bench -- SCENARIO [--duration SECONDS] [--rounds N] [--quick] [--out FILE]\nscenarios: ${Object.keys(scenarios).join(', ')}\n`,
+    `usage: npm run bench -- SCENARIO [--duration SECONDS] [--rounds N] [--quick] [--out FILE] [--seed N]\nscenarios: ${Object.keys(scenarios).join(', ')}\n`,
   );
   process.exit(2);
 }
@@ -31,16 +35,18 @@ function parse(argv: readonly string[]): { scenario: string; args: BenchArgs } {
   let quick = false;
   let out: string | undefined;
   let rounds = 3;
+  let seed = Date.now() % 1_000_000;
   for (let i = 0; i < rest.length; i++) {
     const flag = rest[i];
     if (flag === '--quick') quick = true;
     else if (flag === '--duration') durationSeconds = Number(rest[++i]);
     else if (flag === '--out') out = rest[++i];
     else if (flag === '--rounds') rounds = Number(rest[++i]);
+    else if (flag === '--seed') seed = Number(rest[++i]);
     else usage();
   }
-  if (!(durationSeconds > 0) || !Number.isInteger(rounds) || rounds < 1) usage();
-  return { scenario, args: { durationSeconds, quick, rounds: quick ? 1 : rounds, out } };
+  if (!(durationSeconds > 0) || !Number.isInteger(rounds) || rounds < 1 || !Number.isInteger(seed)) usage();
+  return { scenario, args: { durationSeconds, quick, rounds: quick ? 1 : rounds, out, seed } };
 }
 
 const { scenario, args } = parse(process.argv.slice(2));

@@ -819,21 +819,50 @@ export class ReplicatedStore implements KVStore {
       this.role = ready.softState.state;
       this.leader = ready.softState.lead;
     }
-    if (ready.snapshot !== undefined || ready.entries.length > 0 || ready.hardState !== undefined) {
-      await this.log.save({
-        ...(ready.hardState !== undefined ? { hardState: ready.hardState } : {}),
-        ...(ready.entries.length > 0 ? { entries: ready.entries } : {}),
-        ...(ready.snapshot !== undefined ? { snapshot: ready.snapshot } : {}),
-        sync: ready.mustSync,
-      });
-      if (ready.snapshot !== undefined) this.storage.applySnapshot(ready.snapshot);
-      if (ready.entries.length > 0) this.storage.append(ready.entries);
-      if (ready.hardState !== undefined) this.storage.setHardState(ready.hardState);
+    // A leader sends while its own entries of this Ready are being written (etcd's server does the same; etcd's
+    // raft allows messages to go out while the entries of their own batch are persisted). This cannot commit
+    // an entry the leader has not made durable in anyone's eyes: followers acknowledge these entries only after
+    // receiving them, so any message carrying a commit index that covers them comes from a later Ready, handed
+    // out after this write. A Ready that changes term or vote, or holds a snapshot, still persists first.
+    const stored = this.storage.initialState().hardState;
+    const sendFirst =
+      this.role === 'leader' &&
+      ready.snapshot === undefined &&
+      (ready.hardState === undefined ||
+        (ready.hardState.term === stored.term && ready.hardState.vote === stored.vote));
+    if (sendFirst && ready.messages.length > 0) this.transport.send(ready.messages);
+    const persist = async (): Promise<void> => {
+      if (ready.snapshot !== undefined || ready.entries.length > 0 || ready.hardState !== undefined) {
+        await this.log.save({
+          ...(ready.hardState !== undefined ? { hardState: ready.hardState } : {}),
+          ...(ready.entries.length > 0 ? { entries: ready.entries } : {}),
+          ...(ready.snapshot !== undefined ? { snapshot: ready.snapshot } : {}),
+          sync: ready.mustSync,
+        });
+        if (ready.snapshot !== undefined) this.storage.applySnapshot(ready.snapshot);
+        if (ready.entries.length > 0) this.storage.append(ready.entries);
+        if (ready.hardState !== undefined) this.storage.setHardState(ready.hardState);
+      }
+      // Otherwise only now that they are durable may the messages that depend on them go out.
+      if (!sendFirst && ready.messages.length > 0) this.transport.send(ready.messages);
+    };
+    // Committed entries already in this node's durable log are applied while the new entries are written (as
+    // etcd applies while its WAL syncs), so a follower's watchers and a leader's clients do not wait for that
+    // fsync. Not when they are among this Ready's own entries, nor with a snapshot or a membership change.
+    const lastCommitted = ready.committedEntries.at(-1);
+    const firstNew = ready.entries[0];
+    const applyWhilePersisting =
+      lastCommitted !== undefined &&
+      ready.snapshot === undefined &&
+      (firstNew === undefined || lastCommitted.index < firstNew.index) &&
+      ready.committedEntries.every((entry) => entry.type !== 'confChange');
+    if (applyWhilePersisting) {
+      await Promise.all([persist(), this.applyEntries(ready.committedEntries)]);
+    } else {
+      await persist();
+      if (ready.snapshot !== undefined) await this.restoreSnapshot(ready.snapshot);
+      if (ready.committedEntries.length > 0) await this.applyEntries(ready.committedEntries);
     }
-    // Only now that they are durable may the messages that depend on them go out.
-    if (ready.messages.length > 0) this.transport.send(ready.messages);
-    if (ready.snapshot !== undefined) await this.restoreSnapshot(ready.snapshot);
-    if (ready.committedEntries.length > 0) await this.applyEntries(ready.committedEntries);
     for (const readState of ready.readStates) this.onReadState(readState);
     await this.maybeSnapshot();
   }

@@ -1,0 +1,381 @@
+// Cluster bench: the same store-level workloads against a 3-node Stoa cluster (bench/kv-node.ts processes) and
+// a 3-member etcd cluster (Debian's), both started here, both with heartbeat 100 ms and election timeout
+// 1000 ms. Each phase runs on both clusters back to back, alternating which goes first, so machine load hits
+// both alike. Then failover: kill -9 of the leader under a stream of writes, several times per cluster.
+import type { BenchArgs } from './main.js';
+import type { KVStore } from '../src/storage/contract.js';
+import {
+  electionTimeoutMs,
+  heartbeatIntervalMs,
+  startEtcdBenchCluster,
+  startStoaCluster,
+  type BenchCluster,
+} from './clusters.js';
+import {
+  defaultOut,
+  etcdVersion,
+  gitCommit,
+  loadavg,
+  machine,
+  preloadRangeKeys,
+  progress,
+  putLoad,
+  putOne,
+  rangeLoad,
+  row,
+  table,
+  watchLatency,
+  writeJson,
+  type BenchRow,
+  type LatencySummary,
+  type LoadResult,
+  type Target,
+} from './measure.js';
+import { writeHtmlReport } from './report.js';
+
+const nodes = 3;
+const concurrentClients = 64;
+const concurrentReaders = 64;
+/** Writers of the failover stream, and how long one attempt may take before the client tries elsewhere. */
+const failoverWriters = 4;
+const failoverAttemptTimeoutMs = 300;
+/** Writes must have flowed this long after the kill before the window is closed. */
+const failoverRecoveredMs = 1000;
+/** The largest gap between acks that still counts as writes flowing. */
+const failoverRecoveredGapMs = 250;
+const failoverMaxMs = 20_000;
+
+type Phase = { readonly name: string; run(cluster: BenchCluster): Promise<LoadResult | LatencySummary> };
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function withClient<T>(
+  cluster: BenchCluster,
+  members: readonly number[] | undefined,
+  use: (store: KVStore) => Promise<T>,
+): Promise<T> {
+  const store = await cluster.client(members);
+  try {
+    return await use(store);
+  } finally {
+    await store.close();
+  }
+}
+
+function phases(durationMs: number): Phase[] {
+  const put = (clients: number, bytes: number): Phase => ({
+    name: `put ${clients === 1 ? '1 client' : `${clients} clients`}, ${bytes === 256 ? '256 B' : '2 KiB'}`,
+    run: (cluster) => withClient(cluster, undefined, (store) => putLoad(store, durationMs, clients, bytes)),
+  });
+  const range = (serializable: boolean): Phase => ({
+    name: `range 1 key, ${serializable ? 'serializable' : 'linearizable'}`,
+    run: (cluster) =>
+      withClient(cluster, undefined, (store) =>
+        rangeLoad(store, durationMs, concurrentReaders, { list: false, serializable }),
+      ),
+  });
+  return [
+    put(1, 256),
+    put(concurrentClients, 256),
+    put(1, 2048),
+    put(concurrentClients, 2048),
+    range(false),
+    range(true),
+    {
+      name: 'watch from a follower',
+      run: async (cluster) => {
+        const lead = await cluster.leader();
+        const follower = (lead + 1) % cluster.size;
+        return withClient(cluster, [lead], (writer) =>
+          withClient(cluster, [follower], (watcher) => watchLatency(writer, watcher, durationMs)),
+        );
+      },
+    },
+  ];
+}
+
+export interface FailoverKill {
+  /** ms since the start of the failover phase of this target. */
+  readonly killedAt: number;
+  readonly member: number;
+  /** The longest gap between successive acknowledged writes around the kill. */
+  readonly windowMs: number;
+  readonly failedAttempts: number;
+  /** When the writers of this kill ran (ms since the start of the failover phase); none ran in between. */
+  readonly writingFrom: number;
+  readonly writingTo: number;
+}
+
+export interface FailoverResult {
+  readonly kills: FailoverKill[];
+  readonly medianMs: number;
+  readonly maxMs: number;
+  /** Acknowledged writes per `bucketMs` over the whole phase (kill markers at `kills[].killedAt`). */
+  readonly series: number[];
+  readonly bucketMs: number;
+}
+
+/** One kill -9 of the leader under a stream of writes to the surviving members. */
+async function failoverOnce(
+  cluster: BenchCluster,
+  phaseStart: number,
+  series: number[],
+  bucketMs: number,
+): Promise<FailoverKill> {
+  const lead = await cluster.leader();
+  const survivors = Array.from({ length: cluster.size }, (_, i) => i).filter((i) => i !== lead);
+  const clients = await Promise.all(survivors.map((i) => cluster.client([i])));
+  const acked: number[] = [];
+  let failedAttempts = 0;
+  let killedAt: number | undefined;
+  let stop = false;
+  let writingTo = 0;
+  const value = Buffer.alloc(256, 'f');
+  const writingFrom = performance.now() - phaseStart;
+  const writers = Array.from({ length: failoverWriters }, async (_, w) => {
+    let target = w % clients.length;
+    for (let i = 0; i < 1_000_000 && !stop; i++) {
+      const attempt = putOne(clients[target]!, `/bench/failover/${w}/${i % 100}`, value);
+      attempt.catch(() => undefined);
+      let timer: NodeJS.Timeout | undefined;
+      const ok = await Promise.race([
+        attempt.then(
+          () => true,
+          () => false,
+        ),
+        new Promise<boolean>(
+          (resolve) => (timer = setTimeout(() => resolve(false), failoverAttemptTimeoutMs)),
+        ),
+      ]);
+      clearTimeout(timer);
+      const now = performance.now();
+      if (ok) {
+        acked.push(now);
+        const bucket = Math.floor((now - phaseStart) / bucketMs);
+        while (series.length <= bucket) series.push(0);
+        series[bucket]!++;
+      } else {
+        failedAttempts++;
+        target = (target + 1) % clients.length;
+        // A refused connection fails at once; do not spin on it.
+        await sleep(10);
+      }
+    }
+  });
+  try {
+    await sleep(500);
+    killedAt = performance.now();
+    await cluster.kill(lead);
+    const deadline = killedAt + failoverMaxMs;
+    // Recovered: writes have flowed without a gap for the last failoverRecoveredMs (the acks of writes that
+    // were in flight at the kill cannot pass for it: that needs a second of acks after the kill).
+    for (;;) {
+      await sleep(50);
+      const now = performance.now();
+      if (now > deadline) throw new Error(`${cluster.target}: writes did not resume after the kill`);
+      if (now - killedAt < failoverRecoveredMs) continue;
+      const recent = acked.filter((t) => t >= now - failoverRecoveredMs);
+      let last = now - failoverRecoveredMs;
+      let flowing = recent.length > 0;
+      for (const t of [...recent, now]) {
+        if (t - last > failoverRecoveredGapMs) flowing = false;
+        last = t;
+      }
+      if (flowing) break;
+    }
+  } finally {
+    stop = true;
+    await Promise.all(writers);
+    writingTo = performance.now() - phaseStart;
+    await Promise.all(clients.map((c) => c.close()));
+  }
+  const times = [...acked].sort((a, b) => a - b);
+  const before = times.filter((t) => t <= killedAt).at(-1) ?? killedAt;
+  let windowMs = 0;
+  let previous = before;
+  for (const t of times) {
+    if (t <= before) continue;
+    windowMs = Math.max(windowMs, t - previous);
+    previous = t;
+  }
+  await cluster.restart(lead);
+  return { killedAt: killedAt - phaseStart, member: lead, windowMs, failedAttempts, writingFrom, writingTo };
+}
+
+async function failover(
+  cluster: BenchCluster,
+  kills: number,
+  log: (line: string) => void,
+): Promise<FailoverResult> {
+  const start = performance.now();
+  const series: number[] = [];
+  const bucketMs = 50;
+  const results: FailoverKill[] = [];
+  for (let k = 0; k < kills; k++) {
+    const kill = await failoverOnce(cluster, start, series, bucketMs);
+    results.push(kill);
+    log(
+      `  ${cluster.target} failover ${k + 1}/${kills}: killed member ${kill.member}, ` +
+        `writes stopped for ${kill.windowMs.toFixed(0)} ms (${kill.failedAttempts} failed attempts)`,
+    );
+    await sleep(500);
+  }
+  const windows = results.map((r) => r.windowMs).sort((a, b) => a - b);
+  return {
+    kills: results,
+    medianMs: windows[Math.floor(windows.length / 2)]!,
+    maxMs: windows.at(-1)!,
+    series,
+    bucketMs,
+  };
+}
+
+const describe = (result: LoadResult | LatencySummary): string =>
+  'opsPerSecond' in result
+    ? `${result.opsPerSecond.toFixed(0)} ops/s, p50 ${result.latency.p50.toFixed(2)} ms, p99 ${result.latency.p99.toFixed(2)} ms` +
+      (result.errors > 0 ? `, ${result.errors} FAILED (${result.firstError})` : '')
+    : `p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms`;
+
+export async function runClusterBench(args: BenchArgs): Promise<void> {
+  const durationMs = args.quick ? 300 : args.durationSeconds * 1000;
+  const kills = args.quick ? 1 : 5;
+  const log = progress;
+  const loadBefore = loadavg();
+  const started = new Date();
+  log(`cluster bench: ${nodes}-node Stoa (kv-node processes) and ${nodes}-member etcd (${etcdVersion()})`);
+  log(`  ${durationMs / 1000} s per phase and target, ${kills} leader kills per target, seed ${args.seed}`);
+
+  const clusters: BenchCluster[] = [];
+  const loads: Record<string, Partial<Record<Target, LoadResult | LatencySummary>>> = {};
+  const failovers: Partial<Record<Target, FailoverResult>> = {};
+  try {
+    clusters.push(await startStoaCluster(nodes, args.seed));
+    clusters.push(await startEtcdBenchCluster(nodes));
+    log('  both clusters up');
+    for (const cluster of clusters) await withClient(cluster, undefined, preloadRangeKeys);
+    // Warm-up, not measured: JIT, connections and LevelDB's first flushes would otherwise land on the first phase.
+    for (const cluster of clusters) {
+      await withClient(cluster, undefined, (store) => putLoad(store, Math.min(2000, durationMs), 8, 256));
+    }
+    log('  warmed up');
+    for (const [index, phase] of phases(durationMs).entries()) {
+      const order = index % 2 === 0 ? clusters : [...clusters].reverse();
+      const figures: Partial<Record<Target, LoadResult | LatencySummary>> = {};
+      for (const cluster of order) {
+        const termBefore = await cluster.term();
+        const result = await phase.run(cluster);
+        const termAfter = await cluster.term();
+        figures[cluster.target] = result;
+        const elections = termAfter !== termBefore ? ` (ELECTION: term ${termBefore} -> ${termAfter})` : '';
+        log(`  ${cluster.target} ${phase.name}: ${describe(result)}${elections}`);
+      }
+      loads[phase.name] = figures;
+    }
+    for (const cluster of clusters) failovers[cluster.target] = await failover(cluster, kills, log);
+  } finally {
+    await Promise.all(clusters.map((c) => c.stop()));
+  }
+
+  const load = (name: string, target: Target): LoadResult => loads[name]![target] as LoadResult;
+  const watch = (target: Target): LatencySummary => loads['watch from a follower']![target] as LatencySummary;
+  const both = (f: (t: Target) => number): [number, number] => [f('stoa'), f('etcd')];
+  const rows: BenchRow[] = [];
+  for (const bytes of [256, 2048]) {
+    const size = bytes === 256 ? '256 B' : '2 KiB';
+    for (const clients of [1, concurrentClients]) {
+      const name = `put ${clients === 1 ? '1 client' : `${clients} clients`}, ${size}`;
+      rows.push(
+        row(
+          `put throughput, ${clients} client(s), ${size}`,
+          'ops/s',
+          true,
+          ...both((t) => load(name, t).opsPerSecond),
+        ),
+      );
+      rows.push(
+        row(
+          `put latency p50, ${clients} client(s), ${size}`,
+          'ms',
+          false,
+          ...both((t) => load(name, t).latency.p50),
+        ),
+      );
+      rows.push(
+        row(
+          `put latency p99, ${clients} client(s), ${size}`,
+          'ms',
+          false,
+          ...both((t) => load(name, t).latency.p99),
+        ),
+      );
+    }
+  }
+  for (const mode of ['linearizable', 'serializable']) {
+    const name = `range 1 key, ${mode}`;
+    rows.push(
+      row(
+        `range throughput, ${mode}, 1 key, ${concurrentReaders} readers`,
+        'ops/s',
+        true,
+        ...both((t) => load(name, t).opsPerSecond),
+      ),
+    );
+  }
+  rows.push(
+    row('watch delivery latency p50, follower (put to event)', 'ms', false, ...both((t) => watch(t).p50)),
+  );
+  rows.push(
+    row('watch delivery latency p99, follower (put to event)', 'ms', false, ...both((t) => watch(t).p99)),
+  );
+  rows.push(
+    row(
+      `failover window, median of ${kills} leader kills`,
+      'ms',
+      false,
+      ...both((t) => failovers[t]!.medianMs),
+    ),
+  );
+  rows.push(
+    row(`failover window, worst of ${kills} leader kills`, 'ms', false, ...both((t) => failovers[t]!.maxMs)),
+  );
+
+  process.stdout.write(table(rows) + '\n');
+  const out = args.out ?? defaultOut('cluster');
+  const report = {
+    scenario: 'cluster',
+    date: started.toISOString(),
+    gitCommit: gitCommit(),
+    machine: machine(),
+    loadAverage: { before: loadBefore, after: loadavg() },
+    seed: args.seed,
+    configuration: {
+      nodes,
+      durationSecondsPerPhase: durationMs / 1000,
+      quick: args.quick,
+      concurrentClients,
+      concurrentReaders,
+      heartbeatIntervalMs,
+      electionTimeoutMs,
+      etcd: etcdVersion(),
+      stoaTransport:
+        'bench/kv-node.ts processes; KV RPC: msgpack frames over loopback TCP; peers: mutual TLS',
+      etcdTransport: 'gRPC over loopback (etcd3 client); peers: plain HTTP',
+      clientSpread: 'each request goes to a random member (etcd3 client: random host per call)',
+      durability: 'both fsync the Raft log before acknowledging',
+      order: 'each phase runs on both clusters back to back, alternating which goes first',
+      failover: {
+        kills,
+        writers: failoverWriters,
+        attemptTimeoutMs: failoverAttemptTimeoutMs,
+        window: 'longest gap between successive acknowledged writes from the last one before the kill on',
+      },
+    },
+    rows,
+    loads,
+    failover: failovers,
+  };
+  await writeJson(out, report);
+  const html = out.replace(/\.json$/, '') + '.html';
+  await writeHtmlReport(html, report);
+  log(`wrote ${out} and ${html}`);
+}
