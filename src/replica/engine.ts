@@ -84,7 +84,7 @@ export interface ReplicaOptions {
   readonly heartbeatIntervalMs?: number;
   /** etcd's --election-timeout (default 1000 ms). */
   readonly electionTimeoutMs?: number;
-  /** etcd's --snapshot-count: applied entries between snapshots (default 10,000). */
+  /** etcd's --snapshot-count: applied entries between snapshots (default 100,000, as etcd 3.4). */
   readonly snapshotCount?: number;
   /** Entries kept in the log behind a snapshot so that slow followers catch up without one (default 5,000). */
   readonly snapshotCatchUpEntries?: number;
@@ -217,7 +217,7 @@ export class ReplicatedStore implements KVStore {
     this.heartbeatIntervalMs = options.heartbeatIntervalMs ?? 100;
     const electionTimeoutMs = options.electionTimeoutMs ?? 1000;
     this.electionTicks = Math.max(2, Math.round(electionTimeoutMs / this.heartbeatIntervalMs));
-    this.snapshotCount = options.snapshotCount ?? 10_000;
+    this.snapshotCount = options.snapshotCount ?? 100_000;
     this.snapshotCatchUpEntries = options.snapshotCatchUpEntries ?? 5_000;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 5_000 + 2 * electionTimeoutMs;
     this.onFatal =
