@@ -17,7 +17,7 @@ let tokenDir: string;
 const cm = (name: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
   apiVersion: 'v1',
   kind: 'ConfigMap',
-  metadata: { name, ...((extra.metadata) ?? {}) },
+  metadata: { name, ...(extra.metadata ?? {}) },
   data: { k: 'v' },
   ...Object.fromEntries(Object.entries(extra).filter(([k]) => k !== 'metadata')),
 });
