@@ -104,6 +104,8 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
   let port = options.securePort;
   const metaGroup = `meta.${options.groupDomain}`;
   const activeWatches = new Set<() => void>();
+  let requestsInFlight = 0;
+  let drained: (() => void) | undefined;
   const app = router({
     registries,
     discovery: new Discovery(kinds),
@@ -157,7 +159,13 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
         activeWatches.add(end);
         res.on('close', () => activeWatches.delete(end));
       }
-      handler(ctx).catch((error: unknown) => logger.error({ err: error }, 'unhandled request error'));
+      requestsInFlight++;
+      handler(ctx)
+        .catch((error: unknown) => logger.error({ err: error }, 'unhandled request error'))
+        .finally(() => {
+          requestsInFlight--;
+          if (requestsInFlight === 0) drained?.();
+        });
     },
   );
   const sockets = new Set<Socket>();
@@ -188,8 +196,13 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
       if (options.shutdownDelayMs > 0) await new Promise((r) => setTimeout(r, options.shutdownDelayMs));
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const end of activeWatches) end();
-      // Give in-flight requests a moment, then cut what is left (idle keep-alive connections, HTTP/2 sessions).
-      await Promise.race([closed, new Promise((r) => setTimeout(r, 2000))]);
+      // Let in-flight requests finish (at most 5 s), then cut what is left (idle keep-alive, HTTP/2 sessions).
+      if (requestsInFlight > 0) {
+        await Promise.race([
+          new Promise<void>((r) => (drained = r)),
+          new Promise((r) => setTimeout(r, 5000)),
+        ]);
+      }
       for (const socket of sockets) socket.destroy();
       await closed;
       controllers.stop();
