@@ -32,6 +32,17 @@ function resourceEntries(decl: KindDeclaration): Record<string, unknown>[] {
       verbs: ['get', 'patch', 'update'],
     });
   }
+  if (decl.evictionSubresource === true) {
+    out.push({
+      name: `${decl.plural}/eviction`,
+      singularName: '',
+      namespaced: decl.namespaced,
+      group: 'policy',
+      version: 'v1',
+      kind: 'Eviction',
+      verbs: ['create'],
+    });
+  }
   return out;
 }
 

@@ -140,6 +140,11 @@ export async function serveResource(
 ): Promise<void> {
   const { decl } = registry;
   const subresource = info.subresource;
+  if (subresource === 'eviction' && decl.evictionSubresource === true) {
+    if (info.verb !== 'create') throw errors.methodNotAllowed();
+    await evict(ctx, registry, info);
+    return;
+  }
   if (subresource !== '' && !(subresource === 'status' && decl.statusSubresource)) {
     throw errors.pathNotFound();
   }
@@ -287,7 +292,9 @@ export async function serveResource(
     case 'delete': {
       const options = await deleteOptionsOf(ctx);
       const result = await registry.delete(namespace, info.name, options);
-      respond(ctx, result.deleted ? 200 : 202, result.object);
+      // As kube-apiserver: 202 only when the object is not gone yet and the client asked for cascading with
+      // orphanDependents=false; otherwise 200 (also while finalizers or a grace period hold the object).
+      respond(ctx, !result.deleted && options.orphanDependentsFalse === true ? 202 : 200, result.object);
       return;
     }
     case 'deletecollection': {
@@ -301,9 +308,12 @@ export async function serveResource(
   }
 }
 
-async function deleteOptionsOf(ctx: RequestContext): Promise<DeleteOptions> {
+async function deleteOptionsOf(
+  ctx: RequestContext,
+  bodyText?: string,
+): Promise<DeleteOptions & { orphanDependentsFalse: boolean }> {
   const q = ctx.query;
-  const text = (await readBody(ctx)).toString('utf8').trim();
+  const text = bodyText ?? (await readBody(ctx)).toString('utf8').trim();
   const body = (
     text === ''
       ? {}
@@ -330,8 +340,28 @@ async function deleteOptionsOf(ctx: RequestContext): Promise<DeleteOptions> {
   const dryRun = dryRunOf(q) || (body.dryRun ?? []).includes('All');
   return {
     dryRun,
+    orphanDependentsFalse: body.orphanDependents === false || q.get('orphanDependents') === 'false',
     ...(body.preconditions === undefined ? {} : { preconditions: body.preconditions }),
     ...(policy === undefined ? {} : { propagationPolicy: policy }),
     ...(grace === undefined || grace === null ? {} : { gracePeriodSeconds: Number(grace) }),
   };
+}
+
+/** POST pods/NAME/eviction: an Eviction (policy/v1) whose deleteOptions delete the pod (no disruption budgets yet). */
+async function evict(ctx: RequestContext, registry: ResourceRegistry, info: ResourceInfo): Promise<void> {
+  negotiateBody(ctx.req.headers['content-type'], ['json', 'yaml']);
+  const text = (await readBody(ctx)).toString('utf8');
+  const eviction = (decodeJson(text === '' ? '{}' : text).value ?? {}) as {
+    metadata?: { name?: string };
+    deleteOptions?: unknown;
+  };
+  if (eviction.metadata?.name !== undefined && eviction.metadata.name !== info.name) {
+    throw errors.badRequest(`name in URL does not match name in Eviction object`);
+  }
+  const options = await deleteOptionsOf(
+    ctx,
+    eviction.deleteOptions === undefined ? '' : JSON.stringify(eviction.deleteOptions),
+  );
+  await registry.delete(info.namespace, info.name, options);
+  respond(ctx, 201, { ...successStatus(), code: 201 });
 }

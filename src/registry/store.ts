@@ -16,7 +16,7 @@ import type { Compare, KeyValue, KVStore, TxnOp } from '../storage/contract.js';
 import { StorageError } from '../storage/contract.js';
 import { revision, type Revision } from '../util/brand.js';
 import type { Clock } from '../util/clock.js';
-import { limits } from '../util/limits.js';
+import { unreachable } from '../util/assert.js';
 import { WaitTimeout, WatchCache } from '../watchcache/cache.js';
 import {
   clone,
@@ -244,6 +244,8 @@ export class ResourceRegistry {
         if (rv === 0) return this.listFromCache(request, prefix, rv);
         if (limit > 0) return this.listFromStore(request, prefix, rv, prefix, false);
         return this.listFromCache(request, prefix, rv);
+      default:
+        return unreachable(resourceVersionMatch);
     }
   }
 
@@ -619,10 +621,21 @@ export class ResourceRegistry {
         if (options.propagationPolicy === 'Foreground') finalizers.add('foregroundDeletion');
       }
       const isNamespace = this.decl.group === '' && this.decl.plural === 'namespaces';
-      if (finalizers.size > 0 || this.namespaceHoldsSpecFinalizers(current)) {
-        if (current.metadata.deletionTimestamp !== undefined) return { object: current, deleted: false };
-        next.metadata.deletionTimestamp = timestamp(this.deps.clock.nowMs());
-        next.metadata.deletionGracePeriodSeconds = 0;
+      // Graceful deletion (pods bound to a node): deletionTimestamp = now + grace; the node finishes it, or a
+      // later delete with a shorter grace period (0 = now) does.
+      const graceDefault = this.decl.strategy?.gracePeriodSeconds?.(current);
+      const grace = graceDefault === undefined ? 0 : (options.gracePeriodSeconds ?? graceDefault);
+      const graceful =
+        grace > 0 && (current.metadata.deletionGracePeriodSeconds ?? Number.MAX_SAFE_INTEGER) > grace;
+      const holds = finalizers.size > 0 || this.namespaceHoldsSpecFinalizers(current);
+      if (grace > 0 && !graceful && !holds && current.metadata.deletionTimestamp !== undefined) {
+        return { object: current, deleted: false };
+      }
+      if (holds || graceful) {
+        if (current.metadata.deletionTimestamp !== undefined && !graceful)
+          return { object: current, deleted: false };
+        next.metadata.deletionTimestamp = timestamp(this.deps.clock.nowMs() + grace * 1000);
+        next.metadata.deletionGracePeriodSeconds = grace;
         if (finalizers.size > 0) next.metadata.finalizers = [...finalizers];
         if (isNamespace) next.status = { ...(next.status as object | undefined), phase: 'Terminating' };
         if (options.dryRun) return { object: next, deleted: false };
@@ -658,10 +671,5 @@ export class ResourceRegistry {
       }
     }
     return out;
-  }
-
-  /** Checks a continue token's or request's revision is not compacted (for callers that need it early). */
-  static continueLifetimeMs(): number {
-    return limits.apiContinueTokenLifetimeMs;
   }
 }

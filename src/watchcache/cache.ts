@@ -3,7 +3,7 @@
 // recent" read first confirms the store's current revision and waits until the cache has caught up to it.
 // Below its window, a watch answers 410 (the client lists again).
 
-import { assert } from '../util/assert.js';
+import { assert, unreachable } from '../util/assert.js';
 import type { Clock } from '../util/clock.js';
 import { revision, type Revision } from '../util/brand.js';
 import {
@@ -112,6 +112,8 @@ export class WatchCache<T> {
           this.options.onFailure?.(this.failed);
         });
         return;
+      default:
+        unreachable(response);
     }
   }
 

@@ -581,14 +581,25 @@ describe('watches', () => {
 });
 
 describe('deletion', () => {
-  test('finalizers: 202 with deletionTimestamp, removed when the last finalizer goes', async () => {
+  test('finalizers: 200 with deletionTimestamp (202 when orphanDependents=false), removed when the last finalizer goes', async () => {
     await server.request('POST', '/api/v1/namespaces/default/configmaps', {
       body: cm('fin', { metadata: { finalizers: ['example.com/hold'] } }),
     });
     const d = await server.request('DELETE', '/api/v1/namespaces/default/configmaps/fin');
-    assert.equal(d.status, 202);
+    assert.equal(d.status, 200);
     assert.ok(d.body.metadata.deletionTimestamp);
     assert.equal((await server.request('GET', '/api/v1/namespaces/default/configmaps/fin')).status, 200);
+    await server.request('POST', '/api/v1/namespaces/default/configmaps', {
+      body: cm('fin2', { metadata: { finalizers: ['example.com/hold'] } }),
+    });
+    const accepted = await server.request('DELETE', '/api/v1/namespaces/default/configmaps/fin2', {
+      body: { orphanDependents: false },
+    });
+    assert.equal(accepted.status, 202);
+    await server.request('PATCH', '/api/v1/namespaces/default/configmaps/fin2', {
+      body: { metadata: { finalizers: null } },
+      headers: { 'content-type': 'application/merge-patch+json' },
+    });
     const p = await server.request('PATCH', '/api/v1/namespaces/default/configmaps/fin', {
       body: { metadata: { finalizers: null } },
       headers: { 'content-type': 'application/merge-patch+json' },
@@ -635,7 +646,7 @@ describe('deletion', () => {
     const d = await server.request('DELETE', '/api/v1/namespaces/default/configmaps/owner-fg', {
       body: { propagationPolicy: 'Foreground' },
     });
-    assert.equal(d.status, 202);
+    assert.equal(d.status, 200);
     assert.deepEqual(d.body.metadata.finalizers, ['foregroundDeletion']);
     await until('owner-fg deleted', async () =>
       (await server.request('GET', '/api/v1/namespaces/default/configmaps/owner-fg')).status === 404
@@ -650,7 +661,7 @@ describe('deletion', () => {
       body: cm('a', { metadata: { finalizers: ['example.com/slow'] } }),
     });
     const d = await server.request('DELETE', '/api/v1/namespaces/doomed');
-    assert.equal(d.status, 202);
+    assert.equal(d.status, 200);
     assert.equal(d.body.status.phase, 'Terminating');
     const refused = await server.request('POST', '/api/v1/namespaces/doomed/configmaps', { body: cm('b') });
     assert.equal(refused.status, 403);
@@ -739,6 +750,45 @@ describe('kinds', () => {
     assert.deepEqual(
       running.body.items.map((i: any) => i.metadata.name),
       ['p'],
+    );
+  });
+  test('pods: graceful deletion when bound to a node, immediate with gracePeriodSeconds=0; eviction', async () => {
+    const pod = (name: string, nodeName?: string): unknown => ({
+      metadata: { name },
+      spec: {
+        ...(nodeName === undefined ? {} : { nodeName }),
+        terminationGracePeriodSeconds: 45,
+        containers: [{ name: 'c', image: 'busybox:1' }],
+      },
+    });
+    await server.request('POST', '/api/v1/namespaces/default/pods', { body: pod('bound', 'n1') });
+    const first = await server.request('DELETE', '/api/v1/namespaces/default/pods/bound');
+    assert.equal(first.status, 200);
+    assert.equal(first.body.metadata.deletionGracePeriodSeconds, 45);
+    assert.ok(Date.parse(first.body.metadata.deletionTimestamp) > Date.now() + 30_000);
+    assert.equal((await server.request('GET', '/api/v1/namespaces/default/pods/bound')).status, 200);
+    const now = await server.request('DELETE', '/api/v1/namespaces/default/pods/bound?gracePeriodSeconds=0');
+    assert.equal(now.status, 200);
+    assert.equal((await server.request('GET', '/api/v1/namespaces/default/pods/bound')).status, 404);
+    await server.request('POST', '/api/v1/namespaces/default/pods', { body: pod('unbound') });
+    assert.equal((await server.request('DELETE', '/api/v1/namespaces/default/pods/unbound')).status, 200);
+    assert.equal((await server.request('GET', '/api/v1/namespaces/default/pods/unbound')).status, 404);
+    await server.request('POST', '/api/v1/namespaces/default/pods', { body: pod('evicted') });
+    const ev = await server.request('POST', '/api/v1/namespaces/default/pods/evicted/eviction', {
+      body: {
+        apiVersion: 'policy/v1',
+        kind: 'Eviction',
+        metadata: { name: 'evicted', namespace: 'default' },
+      },
+    });
+    assert.equal(ev.status, 201);
+    assert.equal(ev.body.status, 'Success');
+    assert.equal((await server.request('GET', '/api/v1/namespaces/default/pods/evicted')).status, 404);
+    const v1 = await server.request('GET', '/api/v1');
+    assert.ok(
+      v1.body.resources.some(
+        (r: any) => r.name === 'pods/eviction' && r.kind === 'Eviction' && r.group === 'policy',
+      ),
     );
   });
   test('create-on-PUT where the kind allows it (Lease), 404 where not (ConfigMap)', async () => {
