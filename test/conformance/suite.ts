@@ -650,5 +650,19 @@ export function storageConformance(
         ['a3', 'b1'],
       );
     });
+
+    test('close: watches end with Closed, requests fail with Closed (runs last)', async () => {
+      const p = newPrefix('closed');
+      const recorder = recordWatch(store, { prefix: p }, {});
+      await recorder.watch.ready;
+      await store.close();
+      await recorder.waitFor((r) => r.some((x) => x.type === 'canceled'), 10_000, 'a canceled watch');
+      const canceled = recorder.responses.find((r) => r.type === 'canceled');
+      assert.ok(canceled?.type === 'canceled');
+      assert.equal(canceled.error.code, 'Closed');
+      await rejectsWith(store.range({ prefix: p }), 'Closed');
+      await rejectsWith(put(store, p + 'a', 'x'), 'Closed');
+      await store.close(); // idempotent
+    });
   });
 }

@@ -7,9 +7,14 @@
 //   may add a logical compaction (`mvcc.compact`) or a physical compaction step (`mvcc.compactStep`), may add
 //   ITS OWN keys to `batch.ops` (any key whose first byte is not 'm'), then calls `batch.finish()` to get every
 //   op including the meta record, writes them in ONE LevelDB batch, and only AFTER that write succeeded calls
-//   `mvcc.committed(batch)`. Exactly one writer at a time; reads run concurrently from LevelDB snapshots and so
-//   never see a batch that is not written.
+//   `mvcc.committed(batch)` (or `mvcc.abandoned(batch)` if the write failed). Exactly one writer at a time;
+//   reads run concurrently from LevelDB snapshots and so never see a batch that is not written.
+// - Optional: `mvcc.prefetch(batch, requests)` reads a group's keys in one call before applying it; and
+//   `mvcc.begin(parent)` opens the next batch over one whose write is still in flight (pipelining), provided
+//   batches are written and committed in the order they were begun.
 // - Reads: `range` (any retained revision) and `readChanges` (watch catch-up) read durable state only.
+// A replicated driver applies each committed Raft entry's txn with applyTxn, adds its applied index to
+// `batch.ops` under its own key, and on reopen reads that key: the MVCC state and the index are always atomic.
 
 import type { ClassicLevel } from 'classic-level';
 import { revision as toRevision, type Revision } from '../../util/brand.js';
@@ -30,8 +35,13 @@ import {
 import {
   changeKey,
   changePrefix,
+  decodeHistory,
+  decodeLatest,
   decodeRecord,
+  encodeHistory,
+  encodeLatest,
   encodeRecord,
+  type LatestRecord,
   historyBounds,
   historyKey,
   latestKey,
@@ -61,12 +71,10 @@ interface Meta {
 
 /** A change-log entry: 0 = put, 1 = delete; the key; the mod revision of the key's previous state (0 = none). */
 type Change = [kind: 0 | 1, key: string, prevModRevision: number];
-/** History record: a put [createRevision, version, value], or a tombstone []. */
-type HistoryRecord = [number, number, Buffer] | [];
-/** Latest-state record of a live key. */
-type LatestRecord = [createRevision: number, modRevision: number, version: number, value: Buffer];
 
 const emptyValue = Buffer.alloc(0);
+/** Bytes one native iterator step may buffer (classic-level's default is 16 KiB). */
+const iteratorBytesMax = 4 * 1024 * 1024;
 const utf8 = (s: string): Buffer => Buffer.from(s, 'utf8');
 
 /** Pending writes of one LevelDB batch; owned by the single writer. */
@@ -75,14 +83,47 @@ export class MvccBatch {
   readonly ops: BatchOp[] = [];
   /** The latest state of keys written in this batch (null = deleted), over the committed state. */
   readonly latest = new Map<string, KeyValue | null>();
+  /** Committed latest states read ahead by `Mvcc.prefetch` (null = absent); the committed state cannot change
+   * while the batch is open, because its writer is the only one. */
+  readonly committedCache = new Map<string, KeyValue | null>();
   private journal: Array<[string, KeyValue | null | undefined]> = [];
   private finished = false;
+  /** Set by Mvcc.begin: counts the write as in flight until `committed` or `abandoned`. */
+  onFinish: (() => void) | undefined;
+
+  get isFinished(): boolean {
+    return this.finished;
+  }
 
   constructor(
     public revision: number,
     public compactRevision: number,
     public physicalRevision: number,
+    /**
+     * A batch applied before this one whose write may not have returned yet (pipelining: the next group is
+     * applied while the previous one is written). Its pending writes shadow the committed state. The writer
+     * MUST write batches in order, and MUST drop this link (`detach()`) once the parent is committed.
+     */
+    private parent: MvccBatch | undefined = undefined,
   ) {}
+
+  /** The pending state of a key in this batch or its in-flight parent: a KeyValue, null (deleted), or undefined. */
+  pending(key: string): KeyValue | null | undefined {
+    const own = this.latest.get(key);
+    return own !== undefined ? own : this.parent?.pending(key);
+  }
+
+  /** Every key with a pending state in this batch or its parent, with that state. */
+  pendingEntries(): Map<string, KeyValue | null> {
+    const entries = new Map(this.parent?.pendingEntries() ?? []);
+    for (const [key, kv] of this.latest) entries.set(key, kv);
+    return entries;
+  }
+
+  /** The parent is committed: its writes are now in LevelDB. */
+  detach(): void {
+    this.parent = undefined;
+  }
 
   get empty(): boolean {
     return this.ops.length === 0;
@@ -112,6 +153,7 @@ export class MvccBatch {
   finish(): BatchOp[] {
     assert(!this.finished, 'MvccBatch.finish called twice');
     this.finished = true;
+    this.onFinish?.();
     const meta: Meta = {
       formatVersion,
       revision: this.revision,
@@ -138,10 +180,10 @@ export interface RevisionChanges {
 function keyValue(key: string, record: LatestRecord): KeyValue {
   return {
     key,
-    createRevision: toRevision(record[0]),
-    modRevision: toRevision(record[1]),
-    version: record[2],
-    value: record[3],
+    createRevision: toRevision(record.createRevision),
+    modRevision: toRevision(record.modRevision),
+    version: record.version,
+    value: record.value,
   };
 }
 
@@ -189,6 +231,9 @@ export class Mvcc {
     readonly dataDir: string,
     private meta: Meta,
   ) {}
+
+  /** Batches finished (handed to LevelDB) and not yet committed or abandoned. */
+  private writesInFlight = 0;
 
   /** Opens the MVCC state in `db` (already open), creating the meta record of an empty store (revision 1). */
   static async open(db: Db, dataDir: string): Promise<Mvcc> {
@@ -238,13 +283,28 @@ export class Mvcc {
     return this.meta.physicalRevision < this.meta.compactRevision;
   }
 
-  begin(): MvccBatch {
-    return new MvccBatch(this.meta.revision, this.meta.compactRevision, this.meta.physicalRevision);
+  /**
+   * Opens a batch over the committed state, or over `parent`, a batch whose write was issued but may not have
+   * returned (pipelining). Batches MUST be written, and `committed` called, in the order they were begun.
+   */
+  begin(parent?: MvccBatch): MvccBatch {
+    const batch =
+      parent !== undefined
+        ? new MvccBatch(parent.revision, parent.compactRevision, parent.physicalRevision, parent)
+        : new MvccBatch(this.meta.revision, this.meta.compactRevision, this.meta.physicalRevision);
+    batch.onFinish = () => this.writesInFlight++;
+    return batch;
+  }
+
+  /** Call when a finished batch's write failed: it is not in flight any more (and never committed). */
+  abandoned(batch: MvccBatch): void {
+    if (batch.isFinished) this.writesInFlight--;
   }
 
   /** Call after the batch's ops were written; the batch's state becomes the committed state. */
   committed(batch: MvccBatch): void {
     assert(batch.revision >= this.meta.revision, 'committed batch goes back in revision');
+    if (batch.isFinished) this.writesInFlight--;
     this.meta = {
       formatVersion,
       revision: batch.revision,
@@ -256,7 +316,16 @@ export class Mvcc {
   // ---- reads of durable state ----
 
   private decodeLatest(stored: Buffer, value: Buffer): LatestRecord {
-    return decodeRecord(stored, value, this.dataDir) as LatestRecord;
+    return decodeLatest(stored, value, this.dataDir);
+  }
+
+  /**
+   * The meta record as of a snapshot taken in the same tick. With no batch write in flight, LevelDB holds exactly
+   * the committed state, so the in-memory meta is the snapshot's; otherwise the write may or may not be in the
+   * snapshot, and the meta record is read through it.
+   */
+  private async snapshotMeta(snapshot: Snapshot): Promise<Meta> {
+    return this.writesInFlight === 0 ? this.meta : this.readMeta(snapshot);
   }
 
   private async readMeta(snapshot: Snapshot): Promise<Meta> {
@@ -286,21 +355,32 @@ export class Mvcc {
   async range(span: KeySpan, options: RangeOptions = {}): Promise<RangeResult> {
     const snapshot = this.db.snapshot();
     try {
-      const meta = await this.readMeta(snapshot);
+      const meta = await this.snapshotMeta(snapshot);
       const revision =
         options.revision !== undefined && options.revision > 0 ? options.revision : meta.revision;
       this.checkRevision(revision, meta);
       const { from, to } = spanBounds(span, options.startKey);
       const limit = options.limit ?? 0;
       const countOnly = options.countOnly ?? false;
-      const body =
-        revision === meta.revision
-          ? await this.rangeLatest(from, to, limit, countOnly, snapshot)
-          : await this.rangeHistory(from, to, revision, limit, countOnly, snapshot);
+      let body: RangeBody;
+      if (revision === meta.revision && 'key' in span && options.startKey === undefined) {
+        body = await this.getLatest(span.key, countOnly, snapshot); // the common single-key get: no iterator
+      } else if (revision === meta.revision) {
+        body = await this.rangeLatest(from, to, limit, countOnly, snapshot);
+      } else {
+        body = await this.rangeHistory(from, to, revision, limit, countOnly, snapshot);
+      }
       return { header: { revision: toRevision(meta.revision) }, ...body };
     } finally {
       await snapshot.close();
     }
+  }
+
+  private async getLatest(key: string, countOnly: boolean, snapshot: Snapshot): Promise<RangeBody> {
+    const stored = latestKey(utf8(key));
+    const value = await this.db.get(stored, { snapshot });
+    if (value === undefined) return { kvs: [], more: false, count: 0 };
+    return { kvs: countOnly ? [] : [keyValue(key, this.decodeLatest(stored, value))], more: false, count: 1 };
   }
 
   private async rangeLatest(
@@ -318,7 +398,12 @@ export class Mvcc {
     if (countOnly) return { kvs: [], more: false, count: await countKeys(this.db, bounds) };
     const kvs: KeyValue[] = [];
     let more = false;
-    const iterator = this.db.iterator(limit > 0 ? { ...bounds, limit: limit + 1 } : bounds);
+    // A large high-water mark: one native call returns a whole page instead of 16 KiB at a time.
+    const iterator = this.db.iterator({
+      ...bounds,
+      ...(limit > 0 ? { limit: limit + 1 } : {}),
+      highWaterMarkBytes: iteratorBytesMax,
+    });
     try {
       for (;;) {
         const entries = await iterator.nextv(1000);
@@ -357,22 +442,26 @@ export class Mvcc {
     let currentKey: Buffer | undefined;
     const flush = (): void => {
       if (current === undefined) return;
-      const record = decodeRecord(current.stored, current.value, this.dataDir) as HistoryRecord;
-      if (record.length === 3) {
+      const record = decodeHistory(current.stored, current.value, this.dataDir);
+      if (record !== null) {
         count++;
         if (!countOnly && (limit === 0 || kvs.length < limit)) {
           kvs.push({
             key: current.key.toString('utf8'),
-            createRevision: toRevision(record[0]),
+            createRevision: toRevision(record.createRevision),
             modRevision: toRevision(current.revision),
-            version: record[1],
-            value: record[2],
+            version: record.version,
+            value: record.value,
           });
         }
       }
       current = undefined;
     };
-    const iterator = this.db.iterator({ ...historyBounds(from, to), snapshot });
+    const iterator = this.db.iterator({
+      ...historyBounds(from, to),
+      snapshot,
+      highWaterMarkBytes: iteratorBytesMax,
+    });
     try {
       for (;;) {
         const entries = await iterator.nextv(1000);
@@ -405,7 +494,7 @@ export class Mvcc {
   ): Promise<{ changes: RevisionChanges[]; throughRevision: Revision }> {
     const snapshot = this.db.snapshot();
     try {
-      const meta = await this.readMeta(snapshot);
+      const meta = await this.snapshotMeta(snapshot);
       if (afterRevision + 1 < meta.compactRevision) {
         throw new StorageError(
           'Compacted',
@@ -448,14 +537,14 @@ export class Mvcc {
     const stored = historyKey(utf8(key), revision);
     const value = await this.db.get(stored, { snapshot });
     if (value === undefined) return undefined;
-    const record = decodeRecord(stored, value, this.dataDir) as HistoryRecord;
-    if (record.length !== 3) return undefined;
+    const record = decodeHistory(stored, value, this.dataDir);
+    if (record === null) return undefined;
     return {
       key,
-      createRevision: toRevision(record[0]),
+      createRevision: toRevision(record.createRevision),
       modRevision: toRevision(revision),
-      version: record[1],
-      value: record[2],
+      version: record.version,
+      value: record.value,
     };
   }
 
@@ -489,12 +578,14 @@ export class Mvcc {
 
   /** The latest state of a key as the batch sees it (its own pending writes over the committed state). */
   private async latestInBatch(batch: MvccBatch, key: string): Promise<KeyValue | undefined> {
-    const pending = batch.latest.get(key);
+    const pending = batch.pending(key);
     if (pending !== undefined) return pending ?? undefined;
-    return this.latestCommitted(key);
+    return this.latestCommitted(batch, key);
   }
 
-  private async latestCommitted(key: string): Promise<KeyValue | undefined> {
+  private async latestCommitted(batch: MvccBatch, key: string): Promise<KeyValue | undefined> {
+    const cached = batch.committedCache.get(key);
+    if (cached !== undefined) return cached ?? undefined;
     const stored = latestKey(utf8(key));
     const value = await this.db.get(stored);
     return value === undefined ? undefined : keyValue(key, this.decodeLatest(stored, value));
@@ -528,21 +619,32 @@ export class Mvcc {
     const { from, to } = spanBounds(span, options.startKey);
     const limit = options.limit ?? 0;
     const countOnly = options.countOnly ?? false;
-    const overlay = [...batch.latest].filter(([key]) => inBounds(utf8(key), from, to));
+    const overlay = [...batch.pendingEntries()].filter(([key]) => inBounds(utf8(key), from, to));
     if (overlay.length === 0) return this.rangeLatest(from, to, limit, countOnly, undefined);
-    // Committed keys, enough of them that the overlay's deletes cannot leave fewer than `limit`.
-    const committed = await this.rangeLatest(
-      from,
-      to,
-      limit > 0 ? limit + overlay.length : 0,
-      countOnly,
-      undefined,
-    );
-    let count = committed.count;
-    for (const [key, kv] of overlay) {
-      const existed = (await this.latestCommitted(key)) !== undefined;
-      if (kv !== null && !existed) count++;
-      if (kv === null && existed) count--;
+    // One snapshot for the committed side: an in-flight parent may become committed meanwhile.
+    const snapshot = this.db.snapshot();
+    let committed: RangeBody;
+    let count: number;
+    try {
+      // Committed keys, enough of them that the overlay's deletes cannot leave fewer than `limit`.
+      committed = await this.rangeLatest(
+        from,
+        to,
+        limit > 0 ? limit + overlay.length : 0,
+        countOnly,
+        snapshot,
+      );
+      count = committed.count;
+      const existed = await this.db.getMany(
+        overlay.map(([key]) => latestKey(utf8(key))),
+        { snapshot },
+      );
+      overlay.forEach(([, kv], i) => {
+        if (kv !== null && existed[i] === undefined) count++;
+        if (kv === null && existed[i] !== undefined) count--;
+      });
+    } finally {
+      await snapshot.close();
     }
     if (countOnly) return { kvs: [], more: false, count };
     const merged = new Map<string, KeyValue>(committed.kvs.map((kv) => [kv.key, kv]));
@@ -556,6 +658,31 @@ export class Mvcc {
     const sorted = [...merged.values()].sort((a, b) => Buffer.compare(utf8(a.key), utf8(b.key)));
     const kvs = limit > 0 ? sorted.slice(0, limit) : sorted;
     return { kvs, more: kvs.length < count, count };
+  }
+
+  /**
+   * Reads ahead, in ONE LevelDB call, the committed state of every key the txns put or compare, so that applying
+   * a group does not wait for one read per key. Optional: applyTxn reads what is not prefetched.
+   */
+  async prefetch(batch: MvccBatch, requests: readonly TxnRequest[]): Promise<void> {
+    const wanted = new Set<string>();
+    for (const request of requests) {
+      for (const compare of request.compare) wanted.add(compare.key);
+      for (const op of [...request.success, ...request.failure]) if (op.type === 'put') wanted.add(op.key);
+    }
+    const keys = [...wanted].filter(
+      (key) => !batch.committedCache.has(key) && batch.pending(key) === undefined,
+    );
+    if (keys.length === 0) return;
+    const stored = keys.map((key) => latestKey(utf8(key)));
+    const values = await this.db.getMany(stored);
+    keys.forEach((key, i) => {
+      const value = values[i];
+      batch.committedCache.set(
+        key,
+        value === undefined ? null : keyValue(key, this.decodeLatest(stored[i]!, value)),
+      );
+    });
   }
 
   /** Range ops may name a revision; it is checked for both branches before anything is applied (as etcd). */
@@ -668,13 +795,10 @@ export class Mvcc {
 
   private writePut(batch: MvccBatch, kv: KeyValue): void {
     const key = utf8(kv.key);
-    const value = Buffer.from(kv.value.buffer, kv.value.byteOffset, kv.value.byteLength);
     const latest = latestKey(key);
-    const latestRecord: LatestRecord = [kv.createRevision, kv.modRevision, kv.version, value];
-    batch.ops.push({ type: 'put', key: latest, value: encodeRecord(latest, latestRecord) });
+    batch.ops.push({ type: 'put', key: latest, value: encodeLatest(latest, kv, kv.value) });
     const history = historyKey(key, kv.modRevision);
-    const historyRecord: HistoryRecord = [kv.createRevision, kv.version, value];
-    batch.ops.push({ type: 'put', key: history, value: encodeRecord(history, historyRecord) });
+    batch.ops.push({ type: 'put', key: history, value: encodeHistory(history, kv, kv.value) });
     batch.setLatest(kv.key, kv);
   }
 
@@ -682,8 +806,7 @@ export class Mvcc {
     const bytes = utf8(key);
     batch.ops.push({ type: 'del', key: latestKey(bytes) });
     const history = historyKey(bytes, revision);
-    const tombstone: HistoryRecord = [];
-    batch.ops.push({ type: 'put', key: history, value: encodeRecord(history, tombstone) });
+    batch.ops.push({ type: 'put', key: history, value: encodeHistory(history, null) });
     batch.setLatest(key, null);
   }
 

@@ -1,0 +1,43 @@
+// The one bench CLI: `npm run bench -- SCENARIO [options]`. Each scenario is a module with a run function;
+// add new ones to `scenarios` below.
+import { runStoreBench } from './store.js';
+
+export interface BenchArgs {
+  /** Seconds per measured row (default 5). */
+  readonly durationSeconds: number;
+  /** A smoke run: a fraction of a second per row. */
+  readonly quick: boolean;
+  /** Where to write the JSON result (default bench/results/SCENARIO-TIMESTAMP.json). */
+  readonly out: string | undefined;
+}
+
+const scenarios: Record<string, (args: BenchArgs) => Promise<void>> = {
+  store: runStoreBench,
+};
+
+function usage(): never {
+  process.stderr.write(
+    `usage: npm run bench -- SCENARIO [--duration SECONDS] [--quick] [--out FILE]\nscenarios: ${Object.keys(scenarios).join(', ')}\n`,
+  );
+  process.exit(2);
+}
+
+function parse(argv: readonly string[]): { scenario: string; args: BenchArgs } {
+  const [scenario, ...rest] = argv;
+  if (scenario === undefined || !(scenario in scenarios)) usage();
+  let durationSeconds = 5;
+  let quick = false;
+  let out: string | undefined;
+  for (let i = 0; i < rest.length; i++) {
+    const flag = rest[i];
+    if (flag === '--quick') quick = true;
+    else if (flag === '--duration') durationSeconds = Number(rest[++i]);
+    else if (flag === '--out') out = rest[++i];
+    else usage();
+  }
+  if (!(durationSeconds > 0)) usage();
+  return { scenario, args: { durationSeconds, quick, out } };
+}
+
+const { scenario, args } = parse(process.argv.slice(2));
+await scenarios[scenario]!(args);
