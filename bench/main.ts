@@ -1,6 +1,7 @@
 // The one bench CLI: `npm run bench -- SCENARIO [options]`. Each scenario is a module with a run function;
 // add new ones to `scenarios` below.
 import { runStoreBench } from './store.js';
+import { runApiBench } from './api.js';
 
 export interface BenchArgs {
   /** Seconds per measured row (default 5). */
@@ -13,6 +14,7 @@ export interface BenchArgs {
 
 const scenarios: Record<string, (args: BenchArgs) => Promise<void>> = {
   store: runStoreBench,
+  api: runApiBench,
 };
 
 function usage(): never {
