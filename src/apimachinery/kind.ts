@@ -66,6 +66,16 @@ export interface KindDeclaration {
   /** Field selectors beyond metadata.name and metadata.namespace. */
   readonly selectableFields?: Readonly<Record<string, (object: ApiObject) => string>>;
   readonly strategy?: Strategy;
+  /**
+   * This kind is another view of a kind stored elsewhere (events.DOMAIN/v1 Event over core/v1 Event): objects
+   * are kept in that kind's storage and converted on the way in and out.
+   */
+  readonly storage?: {
+    readonly group: string;
+    readonly plural: string;
+    readonly toStorage: (object: ApiObject) => ApiObject;
+    readonly fromStorage: (object: ApiObject) => ApiObject;
+  };
   /** Verbs this kind does not serve (e.g. events are never watched by name... most serve all). */
   readonly verbs?: readonly Verb[];
 }

@@ -119,7 +119,10 @@ export class ResourceRegistry {
     readonly decl: KindDeclaration,
     private readonly deps: RegistryDeps,
   ) {
-    this.prefix = resourcePrefix(decl.group, decl.plural);
+    this.prefix =
+      decl.storage === undefined
+        ? resourcePrefix(decl.group, decl.plural)
+        : resourcePrefix(decl.storage.group, decl.storage.plural);
     this.gr = { group: decl.group, resource: decl.plural };
     this.apiVersion = apiVersionOf(decl.group, decl.versions[0] ?? 'v1');
     this.validator = compileValidator(decl.schema);
@@ -154,8 +157,16 @@ export class ResourceRegistry {
     return objectKey(this.prefix, this.decl.namespaced ? namespace : '', name);
   }
 
+  /** The stored form: this kind's own, or the storage kind's when this kind is a view of another's storage. */
+  private encode(object: ApiObject): Uint8Array {
+    return encodeObject(
+      this.decl.storage === undefined ? object : this.decl.storage.toStorage(clone(object)),
+    );
+  }
+
   private decode(kv: KeyValue, version?: Revision): ApiObject {
-    const object = decodeObject(kv, version);
+    const stored = decodeObject(kv, version);
+    const object = this.decl.storage === undefined ? stored : this.decl.storage.fromStorage(stored);
     object.apiVersion = this.apiVersion;
     object.kind = this.decl.kind;
     return object;
@@ -377,7 +388,7 @@ export class ResourceRegistry {
       const reservation = this.decl.strategy?.reservations?.allocate(object);
       const reserved = reservation?.keys ?? [];
       const compare: Compare[] = [{ key, target: 'createRevision', op: '=', value: 0 }];
-      const success: TxnOp[] = [{ type: 'put', key, value: encodeObject(object) }];
+      const success: TxnOp[] = [{ type: 'put', key, value: this.encode(object) }];
       for (const r of reserved) {
         compare.push({ key: r, target: 'createRevision', op: '=', value: 0 });
         success.push({ type: 'put', key: r, value: new TextEncoder().encode(key) });
@@ -449,7 +460,7 @@ export class ResourceRegistry {
       }
       const result = await this.deps.store.txn({
         compare: [{ key, target: 'modRevision', op: '=', value: kv.modRevision }],
-        success: [{ type: 'put', key, value: encodeObject(next) }],
+        success: [{ type: 'put', key, value: this.encode(next) }],
         failure: [],
       });
       if (result.succeeded) {
@@ -641,7 +652,7 @@ export class ResourceRegistry {
         if (options.dryRun) return { object: next, deleted: false };
         const result = await this.deps.store.txn({
           compare: [{ key, target: 'modRevision', op: '=', value: kv.modRevision }],
-          success: [{ type: 'put', key, value: encodeObject(next) }],
+          success: [{ type: 'put', key, value: this.encode(next) }],
           failure: [],
         });
         if (!result.succeeded) continue;

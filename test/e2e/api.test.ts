@@ -454,9 +454,19 @@ describe('lists', () => {
         action: 'a',
         reason: 'r',
         type: 'Normal',
+        note: 'hello',
+        regarding: { kind: 'Pod', name: 'p', namespace: 'default' },
       },
     });
     assert.equal(ev.status, 201);
+    // One stored object, two views: the core/v1 view renames regarding → involvedObject, note → message.
+    const core = await server.request('GET', '/api/v1/namespaces/default/events/e');
+    assert.equal(core.status, 200);
+    assert.equal(core.body.apiVersion, 'v1');
+    assert.equal(core.body.message, 'hello');
+    assert.equal(core.body.involvedObject.kind, 'Pod');
+    assert.equal(core.body.note, undefined);
+    assert.equal(core.body.reportingComponent, 'c');
     const d = await server.request('GET', '/apis/events.svc.io/v1/namespaces/default/events', {
       headers: { accept: 'application/json;as=Table;v=v1;g=meta.svc.io' },
     });
