@@ -852,3 +852,42 @@ describe('HTTP/2', () => {
     }
   });
 });
+
+describe('slow watchers', () => {
+  test('a watcher that does not read is cut off; the others get every event', async () => {
+    await server.request('POST', '/api/v1/namespaces', { body: { metadata: { name: 'slow' } } });
+    const path = '/api/v1/namespaces/slow/configmaps?watch=1&resourceVersion=0';
+    const fast = watch(server, path);
+    // The slow client reads nothing: its socket buffers fill, then the server's bounded backlog.
+    let slowEnded = false;
+    let slowBytes = 0;
+    const slowRes = await new Promise<import('node:http').IncomingMessage>((resolve, reject) => {
+      const req = httpsRequest(
+        `${server.url}${path}`,
+        { ca: server.admin.ca, cert: server.admin.cert, key: server.admin.key, agent: false },
+        resolve,
+      );
+      req.on('error', reject);
+      req.end();
+    });
+    slowRes.pause();
+    slowRes.on('close', () => (slowEnded = true));
+    slowRes.on('error', () => (slowEnded = true));
+    const big = 'x'.repeat(500 * 1024);
+    const count = 30;
+    for (let i = 0; i < count; i++) {
+      const r = await server.request('POST', '/api/v1/namespaces/slow/configmaps', {
+        body: cm(`big${i}`, { data: { k: big } }),
+      });
+      assert.equal(r.status, 201);
+    }
+    for (let i = 0; i < count; i++) assert.equal((await fast.next(20_000)).object.metadata.name, `big${i}`);
+    fast.close();
+    // Now drain the slow one: it ends before it has all 30 events (about 15 MB).
+    slowRes.on('data', (c: Buffer) => (slowBytes += c.length));
+    slowRes.resume();
+    await until('the slow watcher ended', async () => (slowEnded ? true : undefined), 20_000);
+    assert.ok(slowBytes < count * big.length, `slow watcher got ${slowBytes} bytes`);
+    await server.request('DELETE', '/api/v1/namespaces/slow');
+  });
+});
