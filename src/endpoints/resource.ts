@@ -152,6 +152,11 @@ export async function serveResource(
   if (!decl.namespaced && info.namespace !== '' && !(decl.plural === 'namespaces' && decl.group === ''))
     throw errors.pathNotFound();
   const namespace = decl.namespaced ? info.namespace : '';
+  // Across all namespaces a namespaced resource can only be listed and watched.
+  if (decl.namespaced && namespace === '' && info.verb !== 'list' && info.verb !== 'watch') {
+    if (info.name !== '') throw errors.pathNotFound();
+    throw errors.methodNotAllowed();
+  }
   const q = ctx.query;
   switch (info.verb) {
     case 'get': {

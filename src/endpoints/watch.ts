@@ -40,8 +40,8 @@ export interface WatchRequest {
 }
 
 export interface WatchHooks {
-  readonly opened: () => void;
-  readonly closed: () => void;
+  readonly opened: (group: string, resource: string) => void;
+  readonly closed: (group: string, resource: string) => void;
 }
 
 type Start = { kind: 'state'; consistent: boolean; atLeast: Revision } | { kind: 'from'; revision: Revision };
@@ -134,7 +134,7 @@ export async function serveWatch(
     return;
   }
 
-  hooks.opened();
+  hooks.opened(registry.decl.group, registry.decl.plural);
   let pending = 0;
   let pendingBytes = 0;
   let closed = false;
@@ -148,7 +148,7 @@ export async function serveWatch(
     closed = true;
     unsubscribe();
     for (const t of timers) clearTimeout(t);
-    hooks.closed();
+    hooks.closed(registry.decl.group, registry.decl.plural);
     if (!res.writableEnded && !cut) {
       if (final === undefined) res.end();
       else res.end(final);

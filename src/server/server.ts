@@ -30,6 +30,8 @@ import { prepareCredentials, writeAdminKubeconfig } from './certificates.js';
 import { parseFeatureGates } from './features.js';
 import type { ServeOptions } from './flags.js';
 import { Metrics } from './metrics.js';
+import { ApiError } from '../apimachinery/status.js';
+import { ipString, parseCidr } from '../kinds/service/index.js';
 
 export const serverVersion = {
   major: '1',
@@ -50,6 +52,25 @@ export interface RunningServer {
   readonly logger: Logger;
   /** Graceful shutdown: readyz fails, --shutdown-delay-duration passes, then everything stops. */
   close(): Promise<void>;
+}
+
+/** The `kubernetes` Service in `default`: the API server itself, at the first IP of the service range. */
+async function ensureKubernetesService(registries: Registries, range: string, port: number): Promise<void> {
+  const services = registries.find('', 'v1', 'services');
+  if (services === undefined) return;
+  const clusterIP = ipString(parseCidr(range).base + 1);
+  try {
+    await services.create(
+      'default',
+      {
+        metadata: { name: 'kubernetes', labels: { component: 'apiserver', provider: 'kubernetes' } },
+        spec: { clusterIP, ports: [{ name: 'https', port: 443, protocol: 'TCP', targetPort: port }] },
+      },
+      { dryRun: false },
+    );
+  } catch (error) {
+    if (!(error instanceof ApiError && error.reason === 'AlreadyExists')) throw error;
+  }
 }
 
 export async function startServer(options: ServeOptions, clock: Clock = systemClock): Promise<RunningServer> {
@@ -116,8 +137,8 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
     serverAddress: () => `${options.advertiseAddress ?? options.bindAddress}:${port}`,
     groupDomain: options.groupDomain,
     watchHooks: {
-      opened: () => metrics.watchers.inc({ verb: 'WATCH', group: '', resource: '' }),
-      closed: () => metrics.watchers.dec({ verb: 'WATCH', group: '', resource: '' }),
+      opened: (group, resource) => metrics.watchers.inc({ verb: 'WATCH', group, resource }),
+      closed: (group, resource) => metrics.watchers.dec({ verb: 'WATCH', group, resource }),
     },
   });
   const handler = buildChain(app, {
@@ -187,6 +208,7 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
   const host = options.bindAddress === '0.0.0.0' ? '127.0.0.1' : options.bindAddress;
   const url = `https://${host.includes(':') ? `[${host}]` : host}:${port}`;
   const kubeconfigPath = await writeAdminKubeconfig(options.dataDir, url, credentials);
+  await ensureKubernetesService(registries, options.serviceClusterIpRange, port);
   logger.info({ url, port, groupDomain: options.groupDomain }, 'serving');
 
   let closing: Promise<void> | undefined;

@@ -227,6 +227,7 @@ describe('CRUD and errors', () => {
     assert.equal(dep.status, 422);
     const fields = dep.body.details.causes.map((c: any) => c.field).sort();
     assert.deepEqual(fields, ['spec.replicas', 'spec.selector', 'spec.template']);
+    assert.equal((await server.request('POST', '/api/v1/configmaps', { body: cm('x') })).status, 405);
     const missing = await server.request('POST', '/api/v1/namespaces/nowhere/configmaps', { body: cm('x') });
     assert.equal(missing.status, 404);
     assert.equal(missing.body.message, 'namespaces "nowhere" not found');
