@@ -399,6 +399,40 @@ describe('lists', () => {
     );
     assert.equal((await server.request('GET', '/api/v1/configmaps?continue=garbage')).status, 400);
   });
+  test('the other cells of the resourceVersion table: get and list with 0, N, NotOlderThan, Exact with a limit', async () => {
+    const base = '/api/v1/namespaces/chunks/configmaps';
+    const now = await server.request('GET', base);
+    const rv = Number(now.body.metadata.resourceVersion);
+    assert.equal((await server.request('GET', `${base}/c0?resourceVersion=0`)).status, 200);
+    assert.equal((await server.request('GET', `${base}/c0?resourceVersion=${rv}`)).status, 200);
+    const any = await server.request('GET', `${base}?resourceVersion=0`);
+    assert.ok(Number(any.body.metadata.resourceVersion) >= rv);
+    // rv=0 with a limit is served from the cache, which (as kube-apiserver's) ignores the limit.
+    assert.equal((await server.request('GET', `${base}?resourceVersion=0&limit=2`)).body.items.length, 6);
+    const notOlder = await server.request('GET', `${base}?resourceVersion=${rv}`);
+    assert.ok(Number(notOlder.body.metadata.resourceVersion) >= rv);
+    const notOlderMatch = await server.request(
+      'GET',
+      `${base}?resourceVersion=${rv}&resourceVersionMatch=NotOlderThan&limit=2`,
+    );
+    assert.equal(notOlderMatch.status, 200);
+    assert.equal(
+      (await server.request('GET', `${base}?resourceVersion=0&resourceVersionMatch=NotOlderThan`)).status,
+      200,
+    );
+    // A non-zero version with a limit is exact: later writes are not in it.
+    const older = rv - 1;
+    const exactLimit = await server.request('GET', `${base}?resourceVersion=${older}&limit=2`);
+    assert.equal(exactLimit.body.metadata.resourceVersion, String(older));
+    const exactMatch = await server.request(
+      'GET',
+      `${base}?resourceVersion=${older}&resourceVersionMatch=Exact&limit=100`,
+    );
+    assert.equal(exactMatch.body.metadata.resourceVersion, String(older));
+    assert.equal(exactMatch.body.items.length, 5);
+    assert.equal((await server.request('GET', `${base}?resourceVersionMatch=Exact`)).status, 400);
+    assert.equal((await server.request('GET', `${base}?resourceVersion=x`)).status, 400);
+  });
   test('label selectors and field selectors, across namespaces', async () => {
     const odd = await server.request('GET', '/api/v1/configmaps?labelSelector=parity%20in%20(odd)');
     assert.deepEqual(odd.body.items.map((i: any) => i.metadata.name).sort(), ['c1', 'c3']);
@@ -541,6 +575,32 @@ describe('watches', () => {
       assert.equal(events[1].object.data.k, '2');
     } finally {
       w.close();
+    }
+  });
+  test('watch start semantics: unset gives the state first, a non-zero version gives only later changes', async () => {
+    const unset = watch(
+      server,
+      '/api/v1/namespaces/chunks/configmaps?watch=1&fieldSelector=metadata.name%3Dc1',
+    );
+    try {
+      const first = await unset.next();
+      assert.deepEqual([first.type, first.object.metadata.name], ['ADDED', 'c1']);
+      const fromNow = watch(
+        server,
+        `/api/v1/namespaces/chunks/configmaps?watch=1&resourceVersion=${first.object.metadata.resourceVersion}&fieldSelector=metadata.name%3Dc1`,
+      );
+      try {
+        await server.request('PATCH', '/api/v1/namespaces/chunks/configmaps/c1', {
+          body: { data: { k: 'w' } },
+          headers: { 'content-type': 'application/merge-patch+json' },
+        });
+        assert.equal((await fromNow.next()).type, 'MODIFIED');
+        assert.equal((await unset.next()).type, 'MODIFIED');
+      } finally {
+        fromNow.close();
+      }
+    } finally {
+      unset.close();
     }
   });
   test('sendInitialEvents: ADDED for existing objects, then the annotated BOOKMARK', async () => {

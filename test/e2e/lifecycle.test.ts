@@ -11,12 +11,14 @@ import { startTestServer, watch } from './harness.js';
 
 const cm = (name: string): unknown => ({ metadata: { name }, data: { k: 'v' } });
 
-test('inflight limits: 429 with Retry-After beyond the limit; watches do not count', async (t) => {
+test('inflight limits: 429 with Retry-After beyond the limit; watches do not count; a disabled gate turns gzip off', async (t) => {
   const server = await startTestServer([
     '--max-mutating-requests-inflight',
     '1',
     '--max-requests-inflight',
     '1',
+    '--feature-gates',
+    'APIResponseCompression=false',
   ]);
   t.after(() => server.stop());
   const results = await Promise.all(
@@ -38,7 +40,12 @@ test('inflight limits: 429 with Retry-After beyond the limit; watches do not cou
   );
   try {
     for (const w of watches) assert.equal(await w.status, 200);
-    assert.equal((await server.request('GET', '/api/v1/namespaces/default/configmaps')).status, 200);
+    const list = await server.request('GET', '/api/v1/namespaces/default/configmaps', {
+      headers: { 'accept-encoding': 'gzip' },
+    });
+    assert.equal(list.status, 200);
+    // With the APIResponseCompression gate off, no gzip even when asked.
+    assert.equal(list.headers['content-encoding'], undefined);
   } finally {
     for (const w of watches) w.close();
   }
