@@ -6,8 +6,10 @@ import { runApiBench } from './api.js';
 export interface BenchArgs {
   /** Seconds per measured row (default 5). */
   readonly durationSeconds: number;
-  /** A smoke run: a fraction of a second per row. */
+  /** A smoke run: a fraction of a second per row, one round. */
   readonly quick: boolean;
+  /** Rounds of every phase; each row reports the median over rounds (default 3). */
+  readonly rounds: number;
   /** Where to write the JSON result (default bench/results/SCENARIO-TIMESTAMP.json). */
   readonly out: string | undefined;
 }
@@ -19,7 +21,7 @@ const scenarios: Record<string, (args: BenchArgs) => Promise<void>> = {
 
 function usage(): never {
   process.stderr.write(
-    `usage: npm run bench -- SCENARIO [--duration SECONDS] [--quick] [--out FILE]\nscenarios: ${Object.keys(scenarios).join(', ')}\n`,
+    `usage: npm run bench -- SCENARIO [--duration SECONDS] [--rounds N] [--quick] [--out FILE]\nscenarios: ${Object.keys(scenarios).join(', ')}\n`,
   );
   process.exit(2);
 }
@@ -30,15 +32,17 @@ function parse(argv: readonly string[]): { scenario: string; args: BenchArgs } {
   let durationSeconds = 5;
   let quick = false;
   let out: string | undefined;
+  let rounds = 3;
   for (let i = 0; i < rest.length; i++) {
     const flag = rest[i];
     if (flag === '--quick') quick = true;
     else if (flag === '--duration') durationSeconds = Number(rest[++i]);
     else if (flag === '--out') out = rest[++i];
+    else if (flag === '--rounds') rounds = Number(rest[++i]);
     else usage();
   }
-  if (!(durationSeconds > 0)) usage();
-  return { scenario, args: { durationSeconds, quick, out } };
+  if (!(durationSeconds > 0) || !Number.isInteger(rounds) || rounds < 1) usage();
+  return { scenario, args: { durationSeconds, quick, rounds: quick ? 1 : rounds, out } };
 }
 
 const { scenario, args } = parse(process.argv.slice(2));

@@ -172,24 +172,41 @@ async function preload(store: KVStore): Promise<void> {
   await Promise.all(Array.from({ length: 100 }, (_, i) => putOne(store, `/bench/range/${i}`, value)));
 }
 
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor((sorted.length - 1) / 2)]!;
+}
+
 async function measure(
   engines: ReadonlyArray<{ name: 'stoa' | 'etcd'; store: KVStore }>,
   durationMs: number,
+  rounds: number,
   log: (line: string) => void,
 ): Promise<Record<'stoa' | 'etcd', EngineFigures>> {
-  const figures = { stoa: {}, etcd: {} } as Record<'stoa' | 'etcd', Partial<EngineFigures>>;
+  const samples = { stoa: [], etcd: [] } as Record<'stoa' | 'etcd', Array<Partial<EngineFigures>>>;
   for (const engine of engines) await preload(engine.store);
-  for (const [index, phase] of phases(durationMs).entries()) {
-    // Alternate which engine goes first, so neither always runs right after the other's load.
-    const order = index % 2 === 0 ? engines : [...engines].reverse();
-    for (const engine of order) {
-      const result = await phase.run(engine.store);
-      Object.assign(figures[engine.name], result);
-      const shown = Object.entries(result).map(([k, v]) => `${k} ${v.toFixed(2)}`);
-      log(`  ${engine.name} ${phase.name}: ${shown.join(', ')}`);
+  for (let round = 0; round < rounds; round++) {
+    const figures = { stoa: {}, etcd: {} } as Record<'stoa' | 'etcd', Partial<EngineFigures>>;
+    for (const [index, phase] of phases(durationMs).entries()) {
+      // Alternate which engine goes first, so neither always runs right after the other's load.
+      const order = (index + round) % 2 === 0 ? engines : [...engines].reverse();
+      for (const engine of order) {
+        const result = await phase.run(engine.store);
+        Object.assign(figures[engine.name], result);
+        const shown = Object.entries(result).map(([k, v]) => `${k} ${v.toFixed(2)}`);
+        log(`  round ${round + 1} ${engine.name} ${phase.name}: ${shown.join(', ')}`);
+      }
     }
+    samples.stoa.push(figures.stoa);
+    samples.etcd.push(figures.etcd);
   }
-  return figures as Record<'stoa' | 'etcd', EngineFigures>;
+  const medians = (list: Array<Partial<EngineFigures>>): EngineFigures => {
+    const keys = Object.keys(list[0]!) as Array<keyof EngineFigures>;
+    return Object.fromEntries(
+      keys.map((k) => [k, median(list.map((f) => f[k]!))]),
+    ) as unknown as EngineFigures;
+  };
+  return { stoa: medians(samples.stoa), etcd: medians(samples.etcd) };
 }
 
 function rows(stoa: EngineFigures, etcd: EngineFigures): BenchRow[] {
@@ -266,6 +283,7 @@ export async function runStoreBench(args: BenchArgs): Promise<void> {
               { name: 'etcd', store: etcdStore },
             ],
             durationMs,
+            args.rounds,
             log,
           );
           groupCommit = { ...embedded.writeStats };
@@ -301,6 +319,8 @@ export async function runStoreBench(args: BenchArgs): Promise<void> {
     loadAverage: { before: loadBefore, after: loadavg() },
     configuration: {
       durationSecondsPerRow: durationMs / 1000,
+      rounds: args.rounds,
+      figures: "median over rounds of each round's figure (a p99 row is the median of the rounds' p99s)",
       quick: args.quick,
       concurrentWriters,
       concurrentReaders,

@@ -2,7 +2,8 @@
 // services (KV, Watch, Maintenance), so that every contract field maps one to one onto etcd's.
 // Requests are checked locally first (src/storage/validate.ts) so both engines answer bad input alike.
 // etcd 3.4 does not report the compacted revision anywhere cheap; `compactRevision()` finds it by bisecting
-// with count-only ranges (one key, about log2(revision) requests), used for status() and error details.
+// with count-only ranges (one key, about log2(revision) requests; one request while it has not moved), used
+// for status() and error details.
 
 import {
   Etcd3,
@@ -184,6 +185,8 @@ interface EtcdWatchStream {
 export class EtcdStore implements KVStore {
   private closed = false;
   private readonly watches = new Set<EtcdWatch>();
+  /** The highest compacted revision seen (0 = none yet); checked with one range before it is trusted. */
+  private knownCompactRevision = 0;
 
   constructor(private readonly client: Etcd3) {}
 
@@ -223,14 +226,18 @@ export class EtcdStore implements KVStore {
       }
     };
     try {
-      if (await readable(1)) return toRevision(0);
-      let low = 1; // not readable
+      const known = this.knownCompactRevision;
+      // Compaction only moves forward: if the last known compacted revision still reads, it is still the one.
+      if (known > 0 && (await readable(known))) return toRevision(known);
+      if (known === 0 && (await readable(1))) return toRevision(0);
+      let low = Math.max(known, 1); // not readable
       let high = Number((await this.client.kv.range({ key: probeKey, count_only: true })).header.revision);
       while (high - low > 1) {
         const middle = Math.floor((low + high) / 2);
         if (await readable(middle)) high = middle;
         else low = middle;
       }
+      this.knownCompactRevision = Math.max(this.knownCompactRevision, high);
       return toRevision(high);
     } catch (error) {
       throw new StorageError(
@@ -286,6 +293,7 @@ export class EtcdStore implements KVStore {
 
   async compact(revision: Revision): Promise<void> {
     await this.call(() => this.client.kv.compact({ revision, physical: false }));
+    this.knownCompactRevision = Math.max(this.knownCompactRevision, revision);
   }
 
   async status(): Promise<StoreStatus> {
