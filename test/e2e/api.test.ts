@@ -83,6 +83,55 @@ describe('authentication and authorization', () => {
   });
 });
 
+describe('client certificates', () => {
+  test('a certificate from the cluster CA authenticates (CN user, O groups); one from another CA does not', async () => {
+    const { createCertificateAuthority, issueCertificate } = await import('../../src/pki/index.js');
+    const { readFile } = await import('node:fs/promises');
+    const ca = {
+      certPem: await readFile(join(server.dataDir, 'pki', 'ca.crt'), 'utf8'),
+      keyPem: await readFile(join(server.dataDir, 'pki', 'ca.key'), 'utf8'),
+    };
+    const carol = await issueCertificate(ca, {
+      commonName: 'carol',
+      organizations: ['team'],
+      usage: 'client',
+    });
+    const r = await send(
+      server.url,
+      { ca: server.admin.ca, cert: carol.certPem, key: carol.keyPem },
+      'GET',
+      '/api/v1/namespaces/default/configmaps',
+    );
+    assert.equal(r.status, 403);
+    assert.match(r.body.message, /User "carol" cannot list resource "configmaps"/);
+    const master = await issueCertificate(ca, {
+      commonName: 'ops',
+      organizations: ['system:masters'],
+      usage: 'client',
+    });
+    const ok = await send(
+      server.url,
+      { ca: server.admin.ca, cert: master.certPem, key: master.keyPem },
+      'GET',
+      '/api/v1/namespaces/default/configmaps',
+    );
+    assert.equal(ok.status, 200);
+    const other = await createCertificateAuthority({ commonName: 'other' });
+    const mallory = await issueCertificate(other, {
+      commonName: 'admin',
+      organizations: ['system:masters'],
+      usage: 'client',
+    });
+    const no = await send(
+      server.url,
+      { ca: server.admin.ca, cert: mallory.certPem, key: mallory.keyPem },
+      'GET',
+      '/api/v1/namespaces/default/configmaps',
+    );
+    assert.equal(no.status, 401);
+  });
+});
+
 describe('health, version, metrics', () => {
   test('verbose, exclude and single checks', async () => {
     const v = await server.request('GET', '/readyz?verbose');
