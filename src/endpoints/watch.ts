@@ -228,8 +228,11 @@ export async function serveWatch(
     deliver(sub.replay);
   }
 
+  // timeoutSeconds unset or 0: the server's default (kube-apiserver treats 0 as unset too).
   const timeoutMs =
-    request.timeoutSeconds !== undefined ? request.timeoutSeconds * 1000 : watchLimits.watchDefaultTimeoutMs;
+    request.timeoutSeconds !== undefined && request.timeoutSeconds > 0
+      ? request.timeoutSeconds * 1000
+      : watchLimits.watchDefaultTimeoutMs;
   timers.push(
     setTimeout(
       () =>
