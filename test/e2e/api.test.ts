@@ -804,6 +804,26 @@ describe('deletion', () => {
       (await server.request('GET', '/api/v1/namespaces/doomed')).status === 404 ? true : undefined,
     );
   });
+  test('deletecollection with a label selector deletes only what it selects', async () => {
+    await server.request('POST', '/api/v1/namespaces', { body: { metadata: { name: 'dc' } } });
+    for (const [name, tier] of [
+      ['a', 'x'],
+      ['b', 'x'],
+      ['c', 'y'],
+    ] as const) {
+      await server.request('POST', '/api/v1/namespaces/dc/configmaps', {
+        body: cm(name, { metadata: { labels: { tier } } }),
+      });
+    }
+    const r = await server.request('DELETE', '/api/v1/namespaces/dc/configmaps?labelSelector=tier%3Dx');
+    assert.equal(r.status, 200);
+    assert.equal(r.body.status, 'Success');
+    const left = await server.request('GET', '/api/v1/namespaces/dc/configmaps');
+    assert.deepEqual(
+      left.body.items.map((i: any) => i.metadata.name),
+      ['c'],
+    );
+  });
   test('default namespaces exist', async () => {
     const r = await server.request('GET', '/api/v1/namespaces');
     const names = r.body.items.map((i: any) => i.metadata.name);
