@@ -60,6 +60,8 @@ export interface KindDeclaration {
   readonly allowCreateOnUpdate: boolean;
   /** The `status` sub-resource: writes to the main resource keep status, writes to `status` keep the rest. */
   readonly statusSubresource: boolean;
+  /** The `scale` sub-resource (autoscaling/v1 Scale): replicas live at spec.replicas, the selector at spec.selector. */
+  readonly scaleSubresource?: boolean;
   /** The `eviction` sub-resource (pods): POST an Eviction to delete the object with its delete options. */
   readonly evictionSubresource?: boolean;
   readonly tableColumns?: readonly TableColumn[];

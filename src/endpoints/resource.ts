@@ -140,6 +140,10 @@ export async function serveResource(
 ): Promise<void> {
   const { decl } = registry;
   const subresource = info.subresource;
+  if (subresource === 'scale' && decl.scaleSubresource === true) {
+    await serveScale(ctx, registry, info);
+    return;
+  }
   if (subresource === 'eviction' && decl.evictionSubresource === true) {
     if (info.verb !== 'create') throw errors.methodNotAllowed();
     await evict(ctx, registry, info);
@@ -369,4 +373,88 @@ async function evict(ctx: RequestContext, registry: ResourceRegistry, info: Reso
   );
   await registry.delete(info.namespace, info.name, options);
   respond(ctx, 201, { ...successStatus(), code: 201 });
+}
+
+/** The Scale view of an object: spec.replicas, status.replicas and the label selector as a string. */
+function scaleOf(object: ApiObject): Record<string, unknown> {
+  const spec = (object.spec ?? {}) as {
+    replicas?: number;
+    selector?: { matchLabels?: Record<string, string> };
+  };
+  const status = (object.status ?? {}) as { replicas?: number };
+  const selector = Object.entries(spec.selector?.matchLabels ?? {})
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
+  const m = object.metadata;
+  return {
+    kind: 'Scale',
+    apiVersion: 'autoscaling/v1',
+    metadata: {
+      name: m.name,
+      namespace: m.namespace,
+      uid: m.uid,
+      resourceVersion: m.resourceVersion,
+      creationTimestamp: m.creationTimestamp,
+    },
+    spec: { replicas: spec.replicas ?? 0 },
+    status: { replicas: status.replicas ?? 0, ...(selector === '' ? {} : { selector }) },
+  };
+}
+
+/** GET, PUT and PATCH (merge) of `scale`: reads and writes spec.replicas of the object. */
+async function serveScale(
+  ctx: RequestContext,
+  registry: ResourceRegistry,
+  info: ResourceInfo,
+): Promise<void> {
+  const namespace = registry.decl.namespaced ? info.namespace : '';
+  if (info.verb === 'get') {
+    respond(
+      ctx,
+      200,
+      scaleOf(await registry.get(namespace, info.name, ctx.query.get('resourceVersion') ?? undefined)),
+    );
+    return;
+  }
+  if (info.verb !== 'update' && info.verb !== 'patch') throw errors.methodNotAllowed();
+  const type = negotiateBody(
+    ctx.req.headers['content-type'],
+    info.verb === 'update' ? ['json', 'yaml'] : ['merge-patch'],
+  );
+  const body = decodeBody(type, (await readBody(ctx)).toString('utf8')).value as Record<
+    string,
+    unknown
+  > | null;
+  if (body === null || typeof body !== 'object') throw errors.badRequest('the body must be an object');
+  const precondition = (body as { metadata?: { resourceVersion?: unknown } }).metadata?.resourceVersion;
+  const { object } = await registry.guaranteedUpdate(
+    namespace,
+    info.name,
+    {
+      dryRun: dryRunOf(ctx.query),
+      subresource: '',
+      ...(info.verb === 'update' && typeof precondition === 'string'
+        ? { preconditionVersion: precondition }
+        : {}),
+    },
+    (current) => {
+      const scale =
+        info.verb === 'update' ? body : (mergePatch(scaleOf(current), body) as Record<string, unknown>);
+      const replicas = (scale.spec as { replicas?: unknown } | undefined)?.replicas;
+      if (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 0) {
+        throw errors.invalid('autoscaling', 'Scale', info.name, [
+          {
+            type: 'FieldValueInvalid',
+            field: 'spec.replicas',
+            value: replicas ?? null,
+            detail: 'must be greater than or equal to 0',
+          },
+        ]);
+      }
+      current.spec = { ...(current.spec as object | undefined), replicas };
+      return current;
+    },
+    () => Promise.reject(errors.notFound(registry.gr, info.name)),
+  );
+  respond(ctx, 200, scaleOf(object));
 }

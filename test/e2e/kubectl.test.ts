@@ -100,6 +100,8 @@ test('create -f, get (Table, -o yaml, -o json), version', async () => {
   assert.equal(yaml.spec.progressDeadlineSeconds, 600);
   const svc = JSON.parse(await ok('get', 'svc', 'web', '-o', 'json'));
   assert.match(svc.spec.clusterIP, /^10\.0\.0\.\d+$/);
+  assert.match(await ok('scale', 'deployment', 'web', '--replicas=3'), /deployment.apps\/web scaled/);
+  assert.equal(await ok('get', 'deployment', 'web', '-o', 'jsonpath={.spec.replicas}'), '3');
   const all = await ok('get', 'all');
   assert.match(all, /deployment.apps\/web/);
   assert.match(all, /service\/web/);
