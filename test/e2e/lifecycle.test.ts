@@ -123,3 +123,36 @@ test('restart on the same data dir keeps objects, certificates and the kubeconfi
     await second.stop();
   }
 });
+
+test('the same API over a real etcd (--etcd-servers): CRUD, list, watch', async (t) => {
+  const { startEtcd } = await import('../support/etcd.js');
+  const etcd = await startEtcd({ progressNotifyIntervalMs: 1000 });
+  t.after(() => etcd.stop());
+  const server = await startTestServer(['--etcd-servers', etcd.endpoints.join(',')]);
+  t.after(() => server.stop());
+  const namespaces = await server.request('GET', '/api/v1/namespaces');
+  assert.ok(namespaces.body.items.some((n: any) => n.metadata.name === 'kube-system'));
+  const w = watch(
+    server,
+    `/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=${namespaces.body.metadata.resourceVersion}`,
+  );
+  try {
+    const created = await server.request('POST', '/api/v1/namespaces/default/configmaps', {
+      body: cm('on-etcd'),
+    });
+    assert.equal(created.status, 201);
+    const e = await w.next();
+    assert.deepEqual(
+      [e.type, e.object.metadata.name, e.object.metadata.resourceVersion],
+      ['ADDED', 'on-etcd', created.body.metadata.resourceVersion],
+    );
+    const stale = await server.request('PUT', '/api/v1/namespaces/default/configmaps/on-etcd', {
+      body: { ...created.body, metadata: { ...created.body.metadata, resourceVersion: '1' } },
+    });
+    assert.equal(stale.status, 409);
+    const list = await server.request('GET', '/api/v1/namespaces/default/configmaps?limit=1');
+    assert.equal(list.body.items[0].metadata.name, 'on-etcd');
+  } finally {
+    w.close();
+  }
+});
