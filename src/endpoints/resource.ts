@@ -169,7 +169,9 @@ export async function serveResource(
         tableAllowed: sub === '',
       });
       const object = await registry.get(namespace, info.name, q.get('resourceVersion') ?? undefined);
-      if (format.as === 'Table') {
+      if (format.as === 'PartialObjectMetadata') {
+        respond(ctx, 200, partialObjectMetadata(ctx.metaGroup, object), format);
+      } else if (format.as === 'Table') {
         respond(
           ctx,
           200,
@@ -193,7 +195,16 @@ export async function serveResource(
       const listMeta: Record<string, unknown> = { resourceVersion: String(result.resourceVersion) };
       if (result.continueToken !== undefined) listMeta.continue = result.continueToken;
       if (result.remainingItemCount !== undefined) listMeta.remainingItemCount = result.remainingItemCount;
-      if (format.as === 'Table') {
+      if (format.as === 'PartialObjectMetadata') {
+        const items = result.items.map((i) => partialObjectMetadata(ctx.metaGroup, i));
+        const list = {
+          kind: 'PartialObjectMetadataList',
+          apiVersion: `${ctx.metaGroup}/v1`,
+          metadata: listMeta,
+          items,
+        };
+        respond(ctx, 200, list, format);
+      } else if (format.as === 'Table') {
         respond(
           ctx,
           200,
@@ -457,4 +468,8 @@ async function serveScale(
     () => Promise.reject(errors.notFound(registry.gr, info.name)),
   );
   respond(ctx, 200, scaleOf(object));
+}
+
+export function partialObjectMetadata(metaGroup: string, object: ApiObject): Record<string, unknown> {
+  return { kind: 'PartialObjectMetadata', apiVersion: `${metaGroup}/v1`, metadata: object.metadata };
 }

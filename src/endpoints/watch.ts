@@ -96,9 +96,15 @@ export async function serveWatch(
   const pretty = false;
   const asTable = request.format.as === 'Table';
   const encodeObject = (object: ApiObject): unknown =>
-    asTable
-      ? toTable(registry.decl, [object], { metaGroup: ctx.metaGroup, version: 'v1', includeObject: 'Object' })
-      : object;
+    request.format.as === 'PartialObjectMetadata'
+      ? { kind: 'PartialObjectMetadata', apiVersion: `${ctx.metaGroup}/v1`, metadata: object.metadata }
+      : asTable
+        ? toTable(registry.decl, [object], {
+            metaGroup: ctx.metaGroup,
+            version: 'v1',
+            includeObject: 'Object',
+          })
+        : object;
   const line = (type: string, object: unknown): string => {
     const text = encodeBody({ ...request.format, serialization: 'json' }, { type, object }, pretty);
     return text.endsWith('\n') ? text : `${text}\n`;
@@ -120,9 +126,10 @@ export async function serveWatch(
 
   const res = ctx.res;
   res.statusCode = 200;
+  // Events are JSON documents; the media type says which view (object, Table, PartialObjectMetadata).
   res.setHeader(
     'content-type',
-    asTable ? 'application/json;as=Table;v=v1;g=' + ctx.metaGroup : 'application/json',
+    request.format.serialization === 'json' ? request.format.contentType : 'application/json',
   );
   res.setHeader('cache-control', 'no-cache, private');
   if (ctx.warnings.length > 0) res.setHeader('warning', ctx.warnings);

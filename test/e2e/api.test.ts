@@ -561,6 +561,15 @@ describe('lists', () => {
         ['Created At', 'date'],
       ],
     );
+    const meta = await server.request('GET', '/api/v1/namespaces', {
+      headers: {
+        accept: 'application/json;as=PartialObjectMetadataList;g=meta.svc.io;v=v1,application/json',
+      },
+    });
+    assert.equal(meta.body.kind, 'PartialObjectMetadataList');
+    assert.equal(meta.body.items[0].kind, 'PartialObjectMetadata');
+    assert.equal(meta.body.items[0].spec, undefined);
+    assert.ok(meta.body.items[0].metadata.uid);
     const gz = await new Promise<{ encoding: string | undefined; body: any }>((resolve, reject) => {
       const req = httpsRequest(
         `${server.url}/api/v1/namespaces`,
