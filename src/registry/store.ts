@@ -345,7 +345,9 @@ export class ResourceRegistry {
     }
     meta.uid = randomUUID();
     meta.creationTimestamp = timestamp(this.deps.clock.nowMs());
-    meta.generation = 1;
+    // metadata.generation is kept by kinds whose strategy names spec fields (as kube-apiserver's strategies).
+    if (this.decl.strategy?.specFields !== undefined) meta.generation = 1;
+    else delete meta.generation;
     delete meta.resourceVersion;
     delete meta.deletionTimestamp;
     delete meta.deletionGracePeriodSeconds;
@@ -535,7 +537,9 @@ export class ResourceRegistry {
     const specChanged = (this.decl.strategy?.specFields ?? []).some(
       (f) => JSON.stringify(next[f]) !== JSON.stringify(current[f]),
     );
-    m.generation = (current.metadata.generation ?? 1) + (specChanged ? 1 : 0);
+    if (this.decl.strategy?.specFields !== undefined) {
+      m.generation = (current.metadata.generation ?? 1) + (specChanged ? 1 : 0);
+    } else delete m.generation;
     this.validate(next, current);
     return next;
   }

@@ -940,6 +940,32 @@ describe('kinds', () => {
       ),
     );
   });
+  test('metadata.generation: deployments count spec changes; kinds without spec tracking have none', async () => {
+    const dep = {
+      metadata: { name: 'gen' },
+      spec: {
+        selector: { matchLabels: { a: 'b' } },
+        template: { metadata: { labels: { a: 'b' } }, spec: { containers: [{ name: 'c', image: 'i' }] } },
+      },
+    };
+    const created = await server.request('POST', '/apis/apps/v1/namespaces/default/deployments', {
+      body: dep,
+    });
+    assert.equal(created.body.metadata.generation, 1);
+    const merge = { 'content-type': 'application/merge-patch+json' };
+    const spec = await server.request('PATCH', '/apis/apps/v1/namespaces/default/deployments/gen', {
+      body: { spec: { replicas: 4 } },
+      headers: merge,
+    });
+    assert.equal(spec.body.metadata.generation, 2);
+    const label = await server.request('PATCH', '/apis/apps/v1/namespaces/default/deployments/gen', {
+      body: { metadata: { labels: { x: 'y' } } },
+      headers: merge,
+    });
+    assert.equal(label.body.metadata.generation, 2);
+    const c = await server.request('POST', '/api/v1/namespaces/default/configmaps', { body: cm('nogen') });
+    assert.equal(c.body.metadata.generation, undefined);
+  });
   test('create-on-PUT where the kind allows it (Lease), 404 where not (ConfigMap)', async () => {
     const lease = await server.request(
       'PUT',
