@@ -45,6 +45,8 @@ export const serverVersion = {
   platform: `${process.platform}/${process.arch}`,
 };
 
+const http2MaxStreamsPerConnection = 1000;
+
 export interface RunningServer {
   readonly port: number;
   readonly url: string;
@@ -158,6 +160,8 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
       requestCert: true,
       rejectUnauthorized: false,
       minVersion: 'TLSv1.2',
+      // Bounded like kube-apiserver's --http2-max-streams-per-connection (1000): watches share connections.
+      settings: { maxConcurrentStreams: http2MaxStreamsPerConnection },
     },
     (req: Http2ServerRequest, res: Http2ServerResponse) => {
       const url = new URL(req.url, 'https://localhost');
