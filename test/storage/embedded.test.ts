@@ -232,3 +232,21 @@ test('reads racing group commits see one consistent revision: no newer key, coun
   assert.ok(reads > 0);
   assert.equal((await store.range({ prefix: '/race/' }, { countOnly: true })).count, 640);
 });
+
+test('a progress response requested during catch-up comes after every change it covers', async (t) => {
+  const { store } = await withStore(t, {});
+  const start = (await store.status()).revision;
+  for (let i = 0; i < 50; i++) await put(store, `/p/${i % 7}`, String(i));
+  const last = (await store.status()).revision;
+  const watch = recordWatch(store, { prefix: '/p/' }, { afterRevision: start });
+  watch.watch.requestProgress(); // while it still reads history
+  await watch.waitFor((r) => r.some((x) => x.type === 'progress'), 5000, 'progress');
+  watch.close();
+  const progressAt = watch.responses.findIndex((r) => r.type === 'progress');
+  const progress = watch.responses[progressAt];
+  assert.ok(progress?.type === 'progress');
+  assert.ok(progress.revision >= last);
+  const before = watch.responses.slice(0, progressAt).flatMap((r) => (r.type === 'events' ? r.events : []));
+  assert.equal(before.length, 50);
+  assert.ok(before.every((e) => e.kv.modRevision <= progress.revision));
+});

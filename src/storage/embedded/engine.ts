@@ -140,7 +140,18 @@ export class EmbeddedStore implements KVStore {
     if (options.limit !== undefined && (options.limit < 0 || !Number.isInteger(options.limit))) {
       throw new StorageError('InvalidArgument', 'limit must be a non-negative integer');
     }
-    return this.mvcc.range(span, options);
+    try {
+      return await this.mvcc.range(span, options);
+    } catch (error) {
+      throw this.storageError(error);
+    }
+  }
+
+  /** Every failure leaves the store as a StorageError (a LevelDB error is Unavailable, or Closed after close). */
+  private storageError(error: unknown): StorageError {
+    if (error instanceof StorageError) return error;
+    if (this.closed) return new StorageError('Closed', 'the store is closed');
+    return new StorageError('Unavailable', `LevelDB data dir ${this.options.dataDir}: ${String(error)}`);
   }
 
   txn(request: TxnRequest): Promise<TxnResult> {
@@ -257,7 +268,7 @@ export class EmbeddedStore implements KVStore {
           applied.push({ item });
         }
       } catch (error) {
-        item.reject(error);
+        item.reject(this.storageError(error));
       }
     }
     // The parent's write must return before this batch's is issued (and before read-only answers, which may
