@@ -661,6 +661,20 @@ describe('watches', () => {
       unset.close();
     }
   });
+  test('watch parameter errors: 400 for sendInitialEvents without NotOlderThan; 504 for a future version', async () => {
+    const bad = await server.request('GET', '/api/v1/configmaps?watch=1&sendInitialEvents=true');
+    assert.equal(bad.status, 400);
+    assert.match(bad.body.message, /sendInitialEvents requires setting resourceVersionMatch to NotOlderThan/);
+    const match = await server.request(
+      'GET',
+      '/api/v1/configmaps?watch=1&resourceVersion=1&resourceVersionMatch=NotOlderThan',
+    );
+    assert.equal(match.status, 400);
+    const future = await server.request('GET', '/api/v1/configmaps?watch=1&resourceVersion=99999999');
+    assert.equal(future.status, 504);
+    assert.match(future.body.message, /^Too large resource version/);
+    assert.equal(future.headers['retry-after'], '1');
+  });
   test('sendInitialEvents: ADDED for existing objects, then the annotated BOOKMARK', async () => {
     const w = watch(
       server,
