@@ -352,6 +352,12 @@ describe('CRUD and errors', () => {
       rawBody: 'x'.repeat(3 * 1024 * 1024 + 1),
     });
     assert.equal(big.status, 413);
+    // Under the body limit but over the store's value limit (1.5 MiB): also 413.
+    const stored = await server.request('POST', '/api/v1/namespaces/default/configmaps', {
+      body: cm('huge', { data: { k: 'x'.repeat(2 * 1024 * 1024) } }),
+    });
+    assert.equal(stored.status, 413);
+    assert.equal(stored.body.reason, 'RequestEntityTooLarge');
     const bad = await server.request('POST', '/api/v1/namespaces/default/configmaps', {
       rawBody: 'a',
       headers: { 'content-type': 'text/plain' },
@@ -852,6 +858,11 @@ describe('deletion', () => {
     const names = r.body.items.map((i: any) => i.metadata.name);
     for (const n of ['default', 'kube-system', 'kube-public', 'kube-node-lease'])
       assert.ok(names.includes(n), n);
+    const ns = r.body.items.find((i: any) => i.metadata.name === 'kube-system');
+    assert.equal(ns.metadata.labels['svc.io/metadata.name'], 'kube-system');
+    const k = await server.request('GET', '/api/v1/namespaces/default/services/kubernetes');
+    assert.equal(k.body.spec.clusterIP, '10.0.0.1');
+    assert.equal(k.body.spec.ports[0].targetPort, server.port);
   });
 });
 
