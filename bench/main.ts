@@ -2,6 +2,7 @@
 // add new ones to `scenarios` below.
 import { runClusterBench } from './cluster.js';
 import { runStoreBench } from './store.js';
+import { runApiBench } from './api.js';
 
 export interface BenchArgs {
   /** Seconds per measured row (default 5). */
@@ -19,6 +20,7 @@ export interface BenchArgs {
 const scenarios: Record<string, (args: BenchArgs) => Promise<void>> = {
   store: runStoreBench,
   cluster: runClusterBench,
+  api: runApiBench,
 };
 
 function usage(): never {

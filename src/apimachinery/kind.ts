@@ -26,6 +26,11 @@ export interface Strategy {
   /** Whether a spec change bumps metadata.generation (kinds with spec/status: yes). */
   readonly specFields?: readonly string[];
   /**
+   * Graceful deletion: the default grace period of a delete of this object (0 or undefined = immediate).
+   * A delete then only sets deletionTimestamp (now + grace) and deletionGracePeriodSeconds.
+   */
+  readonly gracePeriodSeconds?: (object: ApiObject) => number;
+  /**
    * Cluster-wide reservations (e.g. service cluster IPs): on create `allocate` fills in the values and names
    * one store key per value; the registry creates those keys in the same transaction as the object, only if
    * none exists (so two servers can never hand out one value), retries a collision with a new allocation,
@@ -55,10 +60,24 @@ export interface KindDeclaration {
   readonly allowCreateOnUpdate: boolean;
   /** The `status` sub-resource: writes to the main resource keep status, writes to `status` keep the rest. */
   readonly statusSubresource: boolean;
+  /** The `scale` sub-resource (autoscaling/v1 Scale): replicas live at spec.replicas, the selector at spec.selector. */
+  readonly scaleSubresource?: boolean;
+  /** The `eviction` sub-resource (pods): POST an Eviction to delete the object with its delete options. */
+  readonly evictionSubresource?: boolean;
   readonly tableColumns?: readonly TableColumn[];
   /** Field selectors beyond metadata.name and metadata.namespace. */
   readonly selectableFields?: Readonly<Record<string, (object: ApiObject) => string>>;
   readonly strategy?: Strategy;
+  /**
+   * This kind is another view of a kind stored elsewhere (events.DOMAIN/v1 Event over core/v1 Event): objects
+   * are kept in that kind's storage and converted on the way in and out.
+   */
+  readonly storage?: {
+    readonly group: string;
+    readonly plural: string;
+    readonly toStorage: (object: ApiObject) => ApiObject;
+    readonly fromStorage: (object: ApiObject) => ApiObject;
+  };
   /** Verbs this kind does not serve (e.g. events are never watched by name... most serve all). */
   readonly verbs?: readonly Verb[];
 }

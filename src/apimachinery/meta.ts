@@ -1,5 +1,6 @@
 // Object metadata: the schema every kind shares, typed access to it, and the name/label/annotation rules.
 
+import { unreachable } from '../util/assert.js';
 import { s, type Schema } from './schema.js';
 import type { FieldError } from './status.js';
 
@@ -121,6 +122,8 @@ export function validateName(rule: NameRule, name: string): string[] {
       if (name === '.' || name === '..') return [`may not be '${name}'`];
       if (name.includes('/') || name.includes('%')) return [`may not contain '/' or '%'`];
       return [];
+    default:
+      return unreachable(rule);
   }
 }
 

@@ -7,7 +7,7 @@ export type Serialization = 'json' | 'yaml';
 /** What the client gets: an encoding and, for resources, either the object itself or its Table form. */
 export interface ResponseFormat {
   readonly serialization: Serialization;
-  readonly as: 'object' | 'Table' | 'APIGroupDiscoveryList';
+  readonly as: 'object' | 'Table' | 'PartialObjectMetadata' | 'APIGroupDiscoveryList';
   /** The media type to put in Content-Type. */
   readonly contentType: string;
 }
@@ -86,6 +86,16 @@ export function negotiateResponse(accept: string | undefined, options: Negotiati
     const as = range.params.get('as');
     const contentType = serialization === 'json' ? 'application/json' : 'application/yaml';
     if (as === undefined) return { serialization, as: 'object', contentType };
+    if (as === 'PartialObjectMetadata' || as === 'PartialObjectMetadataList') {
+      // Metadata-only views (client-go metadata informers); allowed wherever Table is.
+      const group = range.params.get('g');
+      if (!options.tableAllowed || group !== options.metaGroup || range.params.get('v') !== 'v1') continue;
+      return {
+        serialization,
+        as: 'PartialObjectMetadata',
+        contentType: `${contentType};as=${as};v=v1;g=${group}`,
+      };
+    }
     if (as === 'Table') {
       const group = range.params.get('g');
       const version = range.params.get('v');

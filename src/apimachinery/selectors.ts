@@ -1,6 +1,7 @@
 // Label selectors (`=`, `==`, `!=`, `in`, `notin`, exists, `!`) and field selectors (`=`, `==`, `!=`), parsed
 // from query parameters into requirements that match against string maps.
 
+import { unreachable } from '../util/assert.js';
 import { errors } from './status.js';
 
 export type Requirement =
@@ -23,6 +24,8 @@ export function matches(selector: Selector, fields: Readonly<Record<string, stri
         return value !== undefined;
       case '!':
         return value === undefined;
+      default:
+        return unreachable(r);
     }
   });
 }

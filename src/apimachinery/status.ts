@@ -291,17 +291,17 @@ function fieldErrorString(e: FieldError): string {
 }
 
 /** Maps a storage error to the API error kube-apiserver would answer with. */
-export function apiErrorOfStorage(error: StorageError, gr?: GroupResource): ApiError {
+export function apiErrorOfStorage(error: StorageError): ApiError {
   switch (error.code) {
     case 'Compacted':
       return errors.resourceExpired(
-        `The resourceVersion for the provided list is too old.${gr === undefined ? '' : ''}`,
+        `The resourceVersion for the provided list is too old. (compacted at ${error.revision ?? 0})`,
       );
     case 'FutureRevision':
-      return errors.tooLargeResourceVersion(0, error.revision ?? 0);
+      return errors.timeout(`Too large resource version, current: ${error.revision ?? 0}`);
     case 'KeyTooLarge':
     case 'ValueTooLarge':
-      return errors.tooLarge(0);
+      return new ApiError('RequestEntityTooLarge', `Request entity too large: ${error.message}`);
     case 'TooManyOps':
     case 'DuplicateKey':
     case 'InvalidArgument':

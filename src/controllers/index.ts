@@ -7,6 +7,7 @@ import { ApiError } from '../apimachinery/status.js';
 import type { Registries } from '../registry/index.js';
 import type { ResourceRegistry } from '../registry/store.js';
 import type { CacheEvent } from '../watchcache/cache.js';
+import { unreachable } from '../util/assert.js';
 
 const retryIntervalMs = 500;
 
@@ -23,6 +24,8 @@ function taskKey(t: Task): string {
       return `deleted/${t.uid}`;
     case 'finalize-owner':
       return `finalize/${t.registry.prefix}${t.namespace}/${t.name}`;
+    default:
+      return unreachable(t);
   }
 }
 
@@ -117,6 +120,8 @@ export class Controllers {
         return this.collectDependents(task.uid);
       case 'finalize-owner':
         return this.finalizeOwner(task.registry, task.namespace, task.name);
+      default:
+        return unreachable(task);
     }
   }
 

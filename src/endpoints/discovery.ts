@@ -32,6 +32,28 @@ function resourceEntries(decl: KindDeclaration): Record<string, unknown>[] {
       verbs: ['get', 'patch', 'update'],
     });
   }
+  if (decl.scaleSubresource === true) {
+    out.push({
+      name: `${decl.plural}/scale`,
+      singularName: '',
+      namespaced: decl.namespaced,
+      group: 'autoscaling',
+      version: 'v1',
+      kind: 'Scale',
+      verbs: ['get', 'patch', 'update'],
+    });
+  }
+  if (decl.evictionSubresource === true) {
+    out.push({
+      name: `${decl.plural}/eviction`,
+      singularName: '',
+      namespaced: decl.namespaced,
+      group: 'policy',
+      version: 'v1',
+      kind: 'Eviction',
+      verbs: ['create'],
+    });
+  }
   return out;
 }
 

@@ -140,6 +140,15 @@ export async function serveResource(
 ): Promise<void> {
   const { decl } = registry;
   const subresource = info.subresource;
+  if (subresource === 'scale' && decl.scaleSubresource === true) {
+    await serveScale(ctx, registry, info);
+    return;
+  }
+  if (subresource === 'eviction' && decl.evictionSubresource === true) {
+    if (info.verb !== 'create') throw errors.methodNotAllowed();
+    await evict(ctx, registry, info);
+    return;
+  }
   if (subresource !== '' && !(subresource === 'status' && decl.statusSubresource)) {
     throw errors.pathNotFound();
   }
@@ -147,6 +156,11 @@ export async function serveResource(
   if (!decl.namespaced && info.namespace !== '' && !(decl.plural === 'namespaces' && decl.group === ''))
     throw errors.pathNotFound();
   const namespace = decl.namespaced ? info.namespace : '';
+  // Across all namespaces a namespaced resource can only be listed and watched.
+  if (decl.namespaced && namespace === '' && info.verb !== 'list' && info.verb !== 'watch') {
+    if (info.name !== '') throw errors.pathNotFound();
+    throw errors.methodNotAllowed();
+  }
   const q = ctx.query;
   switch (info.verb) {
     case 'get': {
@@ -155,7 +169,9 @@ export async function serveResource(
         tableAllowed: sub === '',
       });
       const object = await registry.get(namespace, info.name, q.get('resourceVersion') ?? undefined);
-      if (format.as === 'Table') {
+      if (format.as === 'PartialObjectMetadata') {
+        respond(ctx, 200, partialObjectMetadata(ctx.metaGroup, object), format);
+      } else if (format.as === 'Table') {
         respond(
           ctx,
           200,
@@ -179,7 +195,16 @@ export async function serveResource(
       const listMeta: Record<string, unknown> = { resourceVersion: String(result.resourceVersion) };
       if (result.continueToken !== undefined) listMeta.continue = result.continueToken;
       if (result.remainingItemCount !== undefined) listMeta.remainingItemCount = result.remainingItemCount;
-      if (format.as === 'Table') {
+      if (format.as === 'PartialObjectMetadata') {
+        const items = result.items.map((i) => partialObjectMetadata(ctx.metaGroup, i));
+        const list = {
+          kind: 'PartialObjectMetadataList',
+          apiVersion: `${ctx.metaGroup}/v1`,
+          metadata: listMeta,
+          items,
+        };
+        respond(ctx, 200, list, format);
+      } else if (format.as === 'Table') {
         respond(
           ctx,
           200,
@@ -287,7 +312,9 @@ export async function serveResource(
     case 'delete': {
       const options = await deleteOptionsOf(ctx);
       const result = await registry.delete(namespace, info.name, options);
-      respond(ctx, result.deleted ? 200 : 202, result.object);
+      // As kube-apiserver: 202 only when the object is not gone yet and the client asked for cascading with
+      // orphanDependents=false; otherwise 200 (also while finalizers or a grace period hold the object).
+      respond(ctx, !result.deleted && options.orphanDependentsFalse === true ? 202 : 200, result.object);
       return;
     }
     case 'deletecollection': {
@@ -301,9 +328,12 @@ export async function serveResource(
   }
 }
 
-async function deleteOptionsOf(ctx: RequestContext): Promise<DeleteOptions> {
+async function deleteOptionsOf(
+  ctx: RequestContext,
+  bodyText?: string,
+): Promise<DeleteOptions & { orphanDependentsFalse: boolean }> {
   const q = ctx.query;
-  const text = (await readBody(ctx)).toString('utf8').trim();
+  const text = bodyText ?? (await readBody(ctx)).toString('utf8').trim();
   const body = (
     text === ''
       ? {}
@@ -330,8 +360,116 @@ async function deleteOptionsOf(ctx: RequestContext): Promise<DeleteOptions> {
   const dryRun = dryRunOf(q) || (body.dryRun ?? []).includes('All');
   return {
     dryRun,
+    orphanDependentsFalse: body.orphanDependents === false || q.get('orphanDependents') === 'false',
     ...(body.preconditions === undefined ? {} : { preconditions: body.preconditions }),
     ...(policy === undefined ? {} : { propagationPolicy: policy }),
     ...(grace === undefined || grace === null ? {} : { gracePeriodSeconds: Number(grace) }),
   };
+}
+
+/** POST pods/NAME/eviction: an Eviction (policy/v1) whose deleteOptions delete the pod (no disruption budgets yet). */
+async function evict(ctx: RequestContext, registry: ResourceRegistry, info: ResourceInfo): Promise<void> {
+  negotiateBody(ctx.req.headers['content-type'], ['json', 'yaml']);
+  const text = (await readBody(ctx)).toString('utf8');
+  const eviction = (decodeJson(text === '' ? '{}' : text).value ?? {}) as {
+    metadata?: { name?: string };
+    deleteOptions?: unknown;
+  };
+  if (eviction.metadata?.name !== undefined && eviction.metadata.name !== info.name) {
+    throw errors.badRequest(`name in URL does not match name in Eviction object`);
+  }
+  const options = await deleteOptionsOf(
+    ctx,
+    eviction.deleteOptions === undefined ? '' : JSON.stringify(eviction.deleteOptions),
+  );
+  await registry.delete(info.namespace, info.name, options);
+  respond(ctx, 201, { ...successStatus(), code: 201 });
+}
+
+/** The Scale view of an object: spec.replicas, status.replicas and the label selector as a string. */
+function scaleOf(object: ApiObject): Record<string, unknown> {
+  const spec = (object.spec ?? {}) as {
+    replicas?: number;
+    selector?: { matchLabels?: Record<string, string> };
+  };
+  const status = (object.status ?? {}) as { replicas?: number };
+  const selector = Object.entries(spec.selector?.matchLabels ?? {})
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
+  const m = object.metadata;
+  return {
+    kind: 'Scale',
+    apiVersion: 'autoscaling/v1',
+    metadata: {
+      name: m.name,
+      namespace: m.namespace,
+      uid: m.uid,
+      resourceVersion: m.resourceVersion,
+      creationTimestamp: m.creationTimestamp,
+    },
+    spec: { replicas: spec.replicas ?? 0 },
+    status: { replicas: status.replicas ?? 0, ...(selector === '' ? {} : { selector }) },
+  };
+}
+
+/** GET, PUT and PATCH (merge) of `scale`: reads and writes spec.replicas of the object. */
+async function serveScale(
+  ctx: RequestContext,
+  registry: ResourceRegistry,
+  info: ResourceInfo,
+): Promise<void> {
+  const namespace = registry.decl.namespaced ? info.namespace : '';
+  if (info.verb === 'get') {
+    respond(
+      ctx,
+      200,
+      scaleOf(await registry.get(namespace, info.name, ctx.query.get('resourceVersion') ?? undefined)),
+    );
+    return;
+  }
+  if (info.verb !== 'update' && info.verb !== 'patch') throw errors.methodNotAllowed();
+  const type = negotiateBody(
+    ctx.req.headers['content-type'],
+    info.verb === 'update' ? ['json', 'yaml'] : ['merge-patch'],
+  );
+  const body = decodeBody(type, (await readBody(ctx)).toString('utf8')).value as Record<
+    string,
+    unknown
+  > | null;
+  if (body === null || typeof body !== 'object') throw errors.badRequest('the body must be an object');
+  const precondition = (body as { metadata?: { resourceVersion?: unknown } }).metadata?.resourceVersion;
+  const { object } = await registry.guaranteedUpdate(
+    namespace,
+    info.name,
+    {
+      dryRun: dryRunOf(ctx.query),
+      subresource: '',
+      ...(info.verb === 'update' && typeof precondition === 'string'
+        ? { preconditionVersion: precondition }
+        : {}),
+    },
+    (current) => {
+      const scale =
+        info.verb === 'update' ? body : (mergePatch(scaleOf(current), body) as Record<string, unknown>);
+      const replicas = (scale.spec as { replicas?: unknown } | undefined)?.replicas;
+      if (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 0) {
+        throw errors.invalid('autoscaling', 'Scale', info.name, [
+          {
+            type: 'FieldValueInvalid',
+            field: 'spec.replicas',
+            value: replicas ?? null,
+            detail: 'must be greater than or equal to 0',
+          },
+        ]);
+      }
+      current.spec = { ...(current.spec as object | undefined), replicas };
+      return current;
+    },
+    () => Promise.reject(errors.notFound(registry.gr, info.name)),
+  );
+  respond(ctx, 200, scaleOf(object));
+}
+
+export function partialObjectMetadata(metaGroup: string, object: ApiObject): Record<string, unknown> {
+  return { kind: 'PartialObjectMetadata', apiVersion: `${metaGroup}/v1`, metadata: object.metadata };
 }

@@ -4,6 +4,7 @@
 // watcher: a watcher that cannot keep up is closed (it resumes from its last resourceVersion) instead of
 // stalling the others.
 
+import { constants as http2constants } from 'node:http2';
 import type { ResponseFormat } from '../apimachinery/negotiation.js';
 import type { ApiObject } from '../apimachinery/meta.js';
 import type { Selector } from '../apimachinery/selectors.js';
@@ -15,8 +16,10 @@ import type { CacheEvent } from '../watchcache/cache.js';
 import { encodeBody, type RequestContext } from './context.js';
 
 export const watchLimits = {
-  /** Serialized events a watcher may have waiting on a slow connection before it is closed. */
+  /** Events a watcher may have queued behind a connection that is not draining, before it is cut off. */
   watcherPendingEventsMax: 10_000,
+  /** Bytes of events queued behind a connection that is not draining (beyond the socket's own buffers). */
+  watcherPendingBytesMax: 4 * 1024 * 1024,
   /** Bookmarks (when asked for) about this often. */
   bookmarkIntervalMs: 60_000,
   /** Without timeoutSeconds a watch ends after this long (kube-apiserver: 30 to 60 minutes). */
@@ -37,8 +40,8 @@ export interface WatchRequest {
 }
 
 export interface WatchHooks {
-  readonly opened: () => void;
-  readonly closed: () => void;
+  readonly opened: (group: string, resource: string) => void;
+  readonly closed: (group: string, resource: string) => void;
 }
 
 type Start = { kind: 'state'; consistent: boolean; atLeast: Revision } | { kind: 'from'; revision: Revision };
@@ -93,9 +96,15 @@ export async function serveWatch(
   const pretty = false;
   const asTable = request.format.as === 'Table';
   const encodeObject = (object: ApiObject): unknown =>
-    asTable
-      ? toTable(registry.decl, [object], { metaGroup: ctx.metaGroup, version: 'v1', includeObject: 'Object' })
-      : object;
+    request.format.as === 'PartialObjectMetadata'
+      ? { kind: 'PartialObjectMetadata', apiVersion: `${ctx.metaGroup}/v1`, metadata: object.metadata }
+      : asTable
+        ? toTable(registry.decl, [object], {
+            metaGroup: ctx.metaGroup,
+            version: 'v1',
+            includeObject: 'Object',
+          })
+        : object;
   const line = (type: string, object: unknown): string => {
     const text = encodeBody({ ...request.format, serialization: 'json' }, { type, object }, pretty);
     return text.endsWith('\n') ? text : `${text}\n`;
@@ -117,9 +126,10 @@ export async function serveWatch(
 
   const res = ctx.res;
   res.statusCode = 200;
+  // Events are JSON documents; the media type says which view (object, Table, PartialObjectMetadata).
   res.setHeader(
     'content-type',
-    asTable ? 'application/json;as=Table;v=v1;g=' + ctx.metaGroup : 'application/json',
+    request.format.serialization === 'json' ? request.format.contentType : 'application/json',
   );
   res.setHeader('cache-control', 'no-cache, private');
   if (ctx.warnings.length > 0) res.setHeader('warning', ctx.warnings);
@@ -131,37 +141,57 @@ export async function serveWatch(
     return;
   }
 
-  hooks.opened();
+  hooks.opened(registry.decl.group, registry.decl.plural);
   let pending = 0;
+  let pendingBytes = 0;
   let closed = false;
   let lastRevision: Revision = revision(0);
   const timers: NodeJS.Timeout[] = [];
   let unsubscribe = (): void => {};
   let resolveDone: () => void = () => {};
   const done = new Promise<void>((resolve) => (resolveDone = resolve));
-  const close = (final?: string): void => {
+  const close = (final?: string, cut = false): void => {
     if (closed) return;
     closed = true;
     unsubscribe();
     for (const t of timers) clearTimeout(t);
-    hooks.closed();
-    if (!res.writableEnded) {
+    hooks.closed(registry.decl.group, registry.decl.plural);
+    if (!res.writableEnded && !cut) {
       if (final === undefined) res.end();
       else res.end(final);
     }
     resolveDone();
   };
+  const cutOff = (): void => {
+    close(undefined, true);
+    const stream = (res as unknown as { stream?: { close(code: number): void } }).stream;
+    if (stream !== undefined) stream.close(http2constants.NGHTTP2_CANCEL);
+    else (res as unknown as { destroy(): void }).destroy();
+  };
   const send = (text: string): void => {
     if (closed) return;
-    if (pending >= watchLimits.watcherPendingEventsMax) {
-      // Too slow: close it rather than buffer without bound; the client resumes from its last version.
-      close();
+    if (
+      pending >= watchLimits.watcherPendingEventsMax ||
+      pendingBytes >= watchLimits.watcherPendingBytesMax
+    ) {
+      // Too slow: cut it off rather than buffer without bound (the queued events are dropped with the
+      // connection's stream); the client resumes from its last resourceVersion.
+      cutOff();
       return;
     }
     if (!res.write(text)) {
       pending++;
-      if (pending === 1) res.once('drain', () => (pending = 0));
-    } else if (pending > 0) pending++;
+      pendingBytes += text.length;
+      if (pending === 1) {
+        res.once('drain', () => {
+          pending = 0;
+          pendingBytes = 0;
+        });
+      }
+    } else if (pending > 0) {
+      pending++;
+      pendingBytes += text.length;
+    }
   };
   const deliver = (events: readonly CacheEvent<ApiObject>[]): void => {
     for (const e of events) {
@@ -205,8 +235,11 @@ export async function serveWatch(
     deliver(sub.replay);
   }
 
+  // timeoutSeconds unset or 0: the server's default (kube-apiserver treats 0 as unset too).
   const timeoutMs =
-    request.timeoutSeconds !== undefined ? request.timeoutSeconds * 1000 : watchLimits.watchDefaultTimeoutMs;
+    request.timeoutSeconds !== undefined && request.timeoutSeconds > 0
+      ? request.timeoutSeconds * 1000
+      : watchLimits.watchDefaultTimeoutMs;
   timers.push(
     setTimeout(
       () =>

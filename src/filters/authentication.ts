@@ -49,8 +49,22 @@ function withAuthenticated(user: UserInfo): UserInfo {
     : { ...user, groups: [...user.groups, 'system:authenticated'] };
 }
 
+/** One TLS connection carries one client certificate: its user is computed once per connection. */
+const usersBySocket = new WeakMap<object, UserInfo | null>();
+
 function fromCertificate(ctx: RequestContext): UserInfo | undefined {
-  const socket = ctx.req.socket as TLSSocket;
+  // HTTP/2 requests expose the session's socket through a per-request proxy; key the cache by the real one.
+  const http2Socket = (ctx.req as unknown as { stream?: { session?: { socket?: TLSSocket } } }).stream
+    ?.session?.socket;
+  const socket = http2Socket ?? (ctx.req.socket as TLSSocket);
+  const cached = usersBySocket.get(socket);
+  if (cached !== undefined) return cached ?? undefined;
+  const user = certificateUser(socket);
+  usersBySocket.set(socket, user ?? null);
+  return user;
+}
+
+function certificateUser(socket: TLSSocket): UserInfo | undefined {
   if (socket.authorized !== true || typeof socket.getPeerCertificate !== 'function') return undefined;
   const cert = socket.getPeerCertificate();
   const subject = cert.subject as Record<string, string | string[] | undefined> | undefined;

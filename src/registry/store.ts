@@ -16,7 +16,7 @@ import type { Compare, KeyValue, KVStore, TxnOp } from '../storage/contract.js';
 import { StorageError } from '../storage/contract.js';
 import { revision, type Revision } from '../util/brand.js';
 import type { Clock } from '../util/clock.js';
-import { limits } from '../util/limits.js';
+import { unreachable } from '../util/assert.js';
 import { WaitTimeout, WatchCache } from '../watchcache/cache.js';
 import {
   clone,
@@ -119,7 +119,10 @@ export class ResourceRegistry {
     readonly decl: KindDeclaration,
     private readonly deps: RegistryDeps,
   ) {
-    this.prefix = resourcePrefix(decl.group, decl.plural);
+    this.prefix =
+      decl.storage === undefined
+        ? resourcePrefix(decl.group, decl.plural)
+        : resourcePrefix(decl.storage.group, decl.storage.plural);
     this.gr = { group: decl.group, resource: decl.plural };
     this.apiVersion = apiVersionOf(decl.group, decl.versions[0] ?? 'v1');
     this.validator = compileValidator(decl.schema);
@@ -154,8 +157,16 @@ export class ResourceRegistry {
     return objectKey(this.prefix, this.decl.namespaced ? namespace : '', name);
   }
 
+  /** The stored form: this kind's own, or the storage kind's when this kind is a view of another's storage. */
+  private encode(object: ApiObject): Uint8Array {
+    return encodeObject(
+      this.decl.storage === undefined ? object : this.decl.storage.toStorage(clone(object)),
+    );
+  }
+
   private decode(kv: KeyValue, version?: Revision): ApiObject {
-    const object = decodeObject(kv, version);
+    const stored = decodeObject(kv, version);
+    const object = this.decl.storage === undefined ? stored : this.decl.storage.fromStorage(stored);
     object.apiVersion = this.apiVersion;
     object.kind = this.decl.kind;
     return object;
@@ -244,6 +255,8 @@ export class ResourceRegistry {
         if (rv === 0) return this.listFromCache(request, prefix, rv);
         if (limit > 0) return this.listFromStore(request, prefix, rv, prefix, false);
         return this.listFromCache(request, prefix, rv);
+      default:
+        return unreachable(resourceVersionMatch);
     }
   }
 
@@ -332,7 +345,9 @@ export class ResourceRegistry {
     }
     meta.uid = randomUUID();
     meta.creationTimestamp = timestamp(this.deps.clock.nowMs());
-    meta.generation = 1;
+    // metadata.generation is kept by kinds whose strategy names spec fields (as kube-apiserver's strategies).
+    if (this.decl.strategy?.specFields !== undefined) meta.generation = 1;
+    else delete meta.generation;
     delete meta.resourceVersion;
     delete meta.deletionTimestamp;
     delete meta.deletionGracePeriodSeconds;
@@ -375,7 +390,7 @@ export class ResourceRegistry {
       const reservation = this.decl.strategy?.reservations?.allocate(object);
       const reserved = reservation?.keys ?? [];
       const compare: Compare[] = [{ key, target: 'createRevision', op: '=', value: 0 }];
-      const success: TxnOp[] = [{ type: 'put', key, value: encodeObject(object) }];
+      const success: TxnOp[] = [{ type: 'put', key, value: this.encode(object) }];
       for (const r of reserved) {
         compare.push({ key: r, target: 'createRevision', op: '=', value: 0 });
         success.push({ type: 'put', key: r, value: new TextEncoder().encode(key) });
@@ -447,7 +462,7 @@ export class ResourceRegistry {
       }
       const result = await this.deps.store.txn({
         compare: [{ key, target: 'modRevision', op: '=', value: kv.modRevision }],
-        success: [{ type: 'put', key, value: encodeObject(next) }],
+        success: [{ type: 'put', key, value: this.encode(next) }],
         failure: [],
       });
       if (result.succeeded) {
@@ -522,7 +537,9 @@ export class ResourceRegistry {
     const specChanged = (this.decl.strategy?.specFields ?? []).some(
       (f) => JSON.stringify(next[f]) !== JSON.stringify(current[f]),
     );
-    m.generation = (current.metadata.generation ?? 1) + (specChanged ? 1 : 0);
+    if (this.decl.strategy?.specFields !== undefined) {
+      m.generation = (current.metadata.generation ?? 1) + (specChanged ? 1 : 0);
+    } else delete m.generation;
     this.validate(next, current);
     return next;
   }
@@ -619,16 +636,27 @@ export class ResourceRegistry {
         if (options.propagationPolicy === 'Foreground') finalizers.add('foregroundDeletion');
       }
       const isNamespace = this.decl.group === '' && this.decl.plural === 'namespaces';
-      if (finalizers.size > 0 || this.namespaceHoldsSpecFinalizers(current)) {
-        if (current.metadata.deletionTimestamp !== undefined) return { object: current, deleted: false };
-        next.metadata.deletionTimestamp = timestamp(this.deps.clock.nowMs());
-        next.metadata.deletionGracePeriodSeconds = 0;
+      // Graceful deletion (pods bound to a node): deletionTimestamp = now + grace; the node finishes it, or a
+      // later delete with a shorter grace period (0 = now) does.
+      const graceDefault = this.decl.strategy?.gracePeriodSeconds?.(current);
+      const grace = graceDefault === undefined ? 0 : (options.gracePeriodSeconds ?? graceDefault);
+      const graceful =
+        grace > 0 && (current.metadata.deletionGracePeriodSeconds ?? Number.MAX_SAFE_INTEGER) > grace;
+      const holds = finalizers.size > 0 || this.namespaceHoldsSpecFinalizers(current);
+      if (grace > 0 && !graceful && !holds && current.metadata.deletionTimestamp !== undefined) {
+        return { object: current, deleted: false };
+      }
+      if (holds || graceful) {
+        if (current.metadata.deletionTimestamp !== undefined && !graceful)
+          return { object: current, deleted: false };
+        next.metadata.deletionTimestamp = timestamp(this.deps.clock.nowMs() + grace * 1000);
+        next.metadata.deletionGracePeriodSeconds = grace;
         if (finalizers.size > 0) next.metadata.finalizers = [...finalizers];
         if (isNamespace) next.status = { ...(next.status as object | undefined), phase: 'Terminating' };
         if (options.dryRun) return { object: next, deleted: false };
         const result = await this.deps.store.txn({
           compare: [{ key, target: 'modRevision', op: '=', value: kv.modRevision }],
-          success: [{ type: 'put', key, value: encodeObject(next) }],
+          success: [{ type: 'put', key, value: this.encode(next) }],
           failure: [],
         });
         if (!result.succeeded) continue;
@@ -658,10 +686,5 @@ export class ResourceRegistry {
       }
     }
     return out;
-  }
-
-  /** Checks a continue token's or request's revision is not compacted (for callers that need it early). */
-  static continueLifetimeMs(): number {
-    return limits.apiContinueTokenLifetimeMs;
   }
 }

@@ -29,6 +29,8 @@ import type { ServeOptions } from './flags.js';
 import { Metrics } from './metrics.js';
 import { openServerStore } from './store.js';
 import { adminHandler } from '../endpoints/admin.js';
+import { ApiError } from '../apimachinery/status.js';
+import { ipString, parseCidr } from '../kinds/service/index.js';
 
 export const serverVersion = {
   major: '1',
@@ -42,6 +44,8 @@ export const serverVersion = {
   platform: `${process.platform}/${process.arch}`,
 };
 
+const http2MaxStreamsPerConnection = 1000;
+
 export interface RunningServer {
   readonly port: number;
   readonly url: string;
@@ -49,6 +53,25 @@ export interface RunningServer {
   readonly logger: Logger;
   /** Graceful shutdown: readyz fails, --shutdown-delay-duration passes, then everything stops. */
   close(): Promise<void>;
+}
+
+/** The `kubernetes` Service in `default`: the API server itself, at the first IP of the service range. */
+async function ensureKubernetesService(registries: Registries, range: string, port: number): Promise<void> {
+  const services = registries.find('', 'v1', 'services');
+  if (services === undefined) return;
+  const clusterIP = ipString(parseCidr(range).base + 1);
+  try {
+    await services.create(
+      'default',
+      {
+        metadata: { name: 'kubernetes', labels: { component: 'apiserver', provider: 'kubernetes' } },
+        spec: { clusterIP, ports: [{ name: 'https', port: 443, protocol: 'TCP', targetPort: port }] },
+      },
+      { dryRun: false },
+    );
+  } catch (error) {
+    if (!(error instanceof ApiError && error.reason === 'AlreadyExists')) throw error;
+  }
 }
 
 export async function startServer(options: ServeOptions, clock: Clock = systemClock): Promise<RunningServer> {
@@ -108,6 +131,8 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
   let port = options.securePort;
   const metaGroup = `meta.${options.groupDomain}`;
   const activeWatches = new Set<() => void>();
+  let requestsInFlight = 0;
+  let drained: (() => void) | undefined;
   const app = router({
     registries,
     discovery: new Discovery(kinds),
@@ -119,8 +144,8 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
     groupDomain: options.groupDomain,
     admin: adminHandler(replica, engine),
     watchHooks: {
-      opened: () => metrics.watchers.inc({ verb: 'WATCH', group: '', resource: '' }),
-      closed: () => metrics.watchers.dec({ verb: 'WATCH', group: '', resource: '' }),
+      opened: (group, resource) => metrics.watchers.inc({ verb: 'WATCH', group, resource }),
+      closed: (group, resource) => metrics.watchers.dec({ verb: 'WATCH', group, resource }),
     },
   });
   const handler = buildChain(app, {
@@ -140,6 +165,8 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
       requestCert: true,
       rejectUnauthorized: false,
       minVersion: 'TLSv1.2',
+      // Bounded like kube-apiserver's --http2-max-streams-per-connection (1000): watches share connections.
+      settings: { maxConcurrentStreams: http2MaxStreamsPerConnection },
     },
     (req: Http2ServerRequest, res: Http2ServerResponse) => {
       const url = new URL(req.url, 'https://localhost');
@@ -162,7 +189,13 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
         activeWatches.add(end);
         res.on('close', () => activeWatches.delete(end));
       }
-      handler(ctx).catch((error: unknown) => logger.error({ err: error }, 'unhandled request error'));
+      requestsInFlight++;
+      handler(ctx)
+        .catch((error: unknown) => logger.error({ err: error }, 'unhandled request error'))
+        .finally(() => {
+          requestsInFlight--;
+          if (requestsInFlight === 0) drained?.();
+        });
     },
   );
   const sockets = new Set<Socket>();
@@ -184,6 +217,7 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
   const host = options.bindAddress === '0.0.0.0' ? '127.0.0.1' : options.bindAddress;
   const url = `https://${host.includes(':') ? `[${host}]` : host}:${port}`;
   const kubeconfigPath = await writeAdminKubeconfig(options.dataDir, url, credentials);
+  await ensureKubernetesService(registries, options.serviceClusterIpRange, port);
   logger.info({ url, port, groupDomain: options.groupDomain }, 'serving');
 
   let closing: Promise<void> | undefined;
@@ -193,8 +227,13 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
       if (options.shutdownDelayMs > 0) await new Promise((r) => setTimeout(r, options.shutdownDelayMs));
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const end of activeWatches) end();
-      // Give in-flight requests a moment, then cut what is left (idle keep-alive connections, HTTP/2 sessions).
-      await Promise.race([closed, new Promise((r) => setTimeout(r, 2000))]);
+      // Let in-flight requests finish (at most 5 s), then cut what is left (idle keep-alive, HTTP/2 sessions).
+      if (requestsInFlight > 0) {
+        await Promise.race([
+          new Promise<void>((r) => (drained = r)),
+          new Promise((r) => setTimeout(r, 5000)),
+        ]);
+      }
       for (const socket of sockets) socket.destroy();
       await closed;
       controllers.stop();

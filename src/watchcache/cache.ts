@@ -3,10 +3,16 @@
 // recent" read first confirms the store's current revision and waits until the cache has caught up to it.
 // Below its window, a watch answers 410 (the client lists again).
 
-import { assert } from '../util/assert.js';
+import { assert, unreachable } from '../util/assert.js';
 import type { Clock } from '../util/clock.js';
 import { revision, type Revision } from '../util/brand.js';
-import type { KeyValue, KVStore, StorageError, Watch, WatchResponse } from '../storage/contract.js';
+import {
+  StorageError,
+  type KeyValue,
+  type KVStore,
+  type Watch,
+  type WatchResponse,
+} from '../storage/contract.js';
 
 /** One change as the cache keeps it: the object is decoded once and shared by every watcher. */
 export interface CacheEvent<T> {
@@ -56,7 +62,7 @@ export class WatchCache<T> {
   private readonly waiters = new Set<{ revision: Revision; resolve: () => void }>();
   private storeWatch: Watch | undefined;
   private failed: StorageError | undefined;
-  private progressTimer: NodeJS.Timeout | undefined;
+  private closed = false;
 
   private constructor(private readonly options: WatchCacheOptions<T>) {}
 
@@ -94,10 +100,59 @@ export class WatchCache<T> {
         if (response.revision > this.current) this.advance(response.revision, []);
         return;
       case 'canceled':
-        this.failed = response.error;
-        this.options.onFailure?.(response.error);
+        if (response.error.code === 'Closed' || this.closed) {
+          this.failed = response.error;
+          this.options.onFailure?.(response.error);
+          return;
+        }
+        // The store dropped the watch (too slow, or compacted under it): list again and carry on from there.
+        this.resync().catch((error: unknown) => {
+          this.failed =
+            error instanceof StorageError ? error : new StorageError('Unavailable', String(error));
+          this.options.onFailure?.(this.failed);
+        });
         return;
+      default:
+        unreachable(response);
     }
+  }
+
+  /**
+   * Re-lists the prefix and turns the difference from the cached state into one batch of events at the new
+   * revision, so watchers stay consistent; the window restarts there (older starts get 410).
+   */
+  private async resync(): Promise<void> {
+    this.storeWatch?.close();
+    const result = await this.options.store.range({ prefix: this.options.prefix });
+    if (this.closed) return;
+    const rev = result.header.revision;
+    const batch: CacheEvent<T>[] = [];
+    const seen = new Set<string>();
+    for (const kv of result.kvs) {
+      seen.add(kv.key);
+      const existing = this.objects.get(kv.key);
+      if (existing !== undefined && existing.modRevision === kv.modRevision) continue;
+      const object = this.options.decode(kv);
+      this.objects.set(kv.key, { object, modRevision: kv.modRevision });
+      batch.push(
+        existing === undefined
+          ? { type: 'ADDED', key: kv.key, object, revision: rev }
+          : { type: 'MODIFIED', key: kv.key, object, previous: existing.object, revision: rev },
+      );
+    }
+    for (const [key, existing] of this.objects) {
+      if (seen.has(key)) continue;
+      this.objects.delete(key);
+      batch.push({ type: 'DELETED', key, object: existing.object, previous: existing.object, revision: rev });
+    }
+    this.events.length = 0;
+    this.windowStart = rev;
+    if (rev > this.current) this.advance(rev, batch);
+    this.storeWatch = this.options.store.watch(
+      { prefix: this.options.prefix },
+      { afterRevision: rev, prevKv: true, progressNotify: true },
+      (r) => this.onStore(r),
+    );
   }
 
   private apply(type: 'put' | 'delete', kv: KeyValue, prevKv: KeyValue | undefined): CacheEvent<T> {
@@ -208,7 +263,7 @@ export class WatchCache<T> {
   }
 
   close(): void {
-    if (this.progressTimer !== undefined) clearInterval(this.progressTimer);
+    this.closed = true;
     this.storeWatch?.close();
     this.listeners.clear();
     for (const waiter of this.waiters) waiter.resolve();

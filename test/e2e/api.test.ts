@@ -83,6 +83,55 @@ describe('authentication and authorization', () => {
   });
 });
 
+describe('client certificates', () => {
+  test('a certificate from the cluster CA authenticates (CN user, O groups); one from another CA does not', async () => {
+    const { createCertificateAuthority, issueCertificate } = await import('../../src/pki/index.js');
+    const { readFile } = await import('node:fs/promises');
+    const ca = {
+      certPem: await readFile(join(server.dataDir, 'pki', 'ca.crt'), 'utf8'),
+      keyPem: await readFile(join(server.dataDir, 'pki', 'ca.key'), 'utf8'),
+    };
+    const carol = await issueCertificate(ca, {
+      commonName: 'carol',
+      organizations: ['team'],
+      usage: 'client',
+    });
+    const r = await send(
+      server.url,
+      { ca: server.admin.ca, cert: carol.certPem, key: carol.keyPem },
+      'GET',
+      '/api/v1/namespaces/default/configmaps',
+    );
+    assert.equal(r.status, 403);
+    assert.match(r.body.message, /User "carol" cannot list resource "configmaps"/);
+    const master = await issueCertificate(ca, {
+      commonName: 'ops',
+      organizations: ['system:masters'],
+      usage: 'client',
+    });
+    const ok = await send(
+      server.url,
+      { ca: server.admin.ca, cert: master.certPem, key: master.keyPem },
+      'GET',
+      '/api/v1/namespaces/default/configmaps',
+    );
+    assert.equal(ok.status, 200);
+    const other = await createCertificateAuthority({ commonName: 'other' });
+    const mallory = await issueCertificate(other, {
+      commonName: 'admin',
+      organizations: ['system:masters'],
+      usage: 'client',
+    });
+    const no = await send(
+      server.url,
+      { ca: server.admin.ca, cert: mallory.certPem, key: mallory.keyPem },
+      'GET',
+      '/api/v1/namespaces/default/configmaps',
+    );
+    assert.equal(no.status, 401);
+  });
+});
+
 describe('health, version, metrics', () => {
   test('verbose, exclude and single checks', async () => {
     const v = await server.request('GET', '/readyz?verbose');
@@ -227,6 +276,7 @@ describe('CRUD and errors', () => {
     assert.equal(dep.status, 422);
     const fields = dep.body.details.causes.map((c: any) => c.field).sort();
     assert.deepEqual(fields, ['spec.replicas', 'spec.selector', 'spec.template']);
+    assert.equal((await server.request('POST', '/api/v1/configmaps', { body: cm('x') })).status, 405);
     const missing = await server.request('POST', '/api/v1/namespaces/nowhere/configmaps', { body: cm('x') });
     assert.equal(missing.status, 404);
     assert.equal(missing.body.message, 'namespaces "nowhere" not found');
@@ -302,6 +352,12 @@ describe('CRUD and errors', () => {
       rawBody: 'x'.repeat(3 * 1024 * 1024 + 1),
     });
     assert.equal(big.status, 413);
+    // Under the body limit but over the store's value limit (1.5 MiB): also 413.
+    const stored = await server.request('POST', '/api/v1/namespaces/default/configmaps', {
+      body: cm('huge', { data: { k: 'x'.repeat(2 * 1024 * 1024) } }),
+    });
+    assert.equal(stored.status, 413);
+    assert.equal(stored.body.reason, 'RequestEntityTooLarge');
     const bad = await server.request('POST', '/api/v1/namespaces/default/configmaps', {
       rawBody: 'a',
       headers: { 'content-type': 'text/plain' },
@@ -398,6 +454,40 @@ describe('lists', () => {
     );
     assert.equal((await server.request('GET', '/api/v1/configmaps?continue=garbage')).status, 400);
   });
+  test('the other cells of the resourceVersion table: get and list with 0, N, NotOlderThan, Exact with a limit', async () => {
+    const base = '/api/v1/namespaces/chunks/configmaps';
+    const now = await server.request('GET', base);
+    const rv = Number(now.body.metadata.resourceVersion);
+    assert.equal((await server.request('GET', `${base}/c0?resourceVersion=0`)).status, 200);
+    assert.equal((await server.request('GET', `${base}/c0?resourceVersion=${rv}`)).status, 200);
+    const any = await server.request('GET', `${base}?resourceVersion=0`);
+    assert.ok(Number(any.body.metadata.resourceVersion) >= rv);
+    // rv=0 with a limit is served from the cache, which (as kube-apiserver's) ignores the limit.
+    assert.equal((await server.request('GET', `${base}?resourceVersion=0&limit=2`)).body.items.length, 6);
+    const notOlder = await server.request('GET', `${base}?resourceVersion=${rv}`);
+    assert.ok(Number(notOlder.body.metadata.resourceVersion) >= rv);
+    const notOlderMatch = await server.request(
+      'GET',
+      `${base}?resourceVersion=${rv}&resourceVersionMatch=NotOlderThan&limit=2`,
+    );
+    assert.equal(notOlderMatch.status, 200);
+    assert.equal(
+      (await server.request('GET', `${base}?resourceVersion=0&resourceVersionMatch=NotOlderThan`)).status,
+      200,
+    );
+    // A non-zero version with a limit is exact: later writes are not in it.
+    const older = rv - 1;
+    const exactLimit = await server.request('GET', `${base}?resourceVersion=${older}&limit=2`);
+    assert.equal(exactLimit.body.metadata.resourceVersion, String(older));
+    const exactMatch = await server.request(
+      'GET',
+      `${base}?resourceVersion=${older}&resourceVersionMatch=Exact&limit=100`,
+    );
+    assert.equal(exactMatch.body.metadata.resourceVersion, String(older));
+    assert.equal(exactMatch.body.items.length, 5);
+    assert.equal((await server.request('GET', `${base}?resourceVersionMatch=Exact`)).status, 400);
+    assert.equal((await server.request('GET', `${base}?resourceVersion=x`)).status, 400);
+  });
   test('label selectors and field selectors, across namespaces', async () => {
     const odd = await server.request('GET', '/api/v1/configmaps?labelSelector=parity%20in%20(odd)');
     assert.deepEqual(odd.body.items.map((i: any) => i.metadata.name).sort(), ['c1', 'c3']);
@@ -454,9 +544,19 @@ describe('lists', () => {
         action: 'a',
         reason: 'r',
         type: 'Normal',
+        note: 'hello',
+        regarding: { kind: 'Pod', name: 'p', namespace: 'default' },
       },
     });
     assert.equal(ev.status, 201);
+    // One stored object, two views: the core/v1 view renames regarding → involvedObject, note → message.
+    const core = await server.request('GET', '/api/v1/namespaces/default/events/e');
+    assert.equal(core.status, 200);
+    assert.equal(core.body.apiVersion, 'v1');
+    assert.equal(core.body.message, 'hello');
+    assert.equal(core.body.involvedObject.kind, 'Pod');
+    assert.equal(core.body.note, undefined);
+    assert.equal(core.body.reportingComponent, 'c');
     const d = await server.request('GET', '/apis/events.svc.io/v1/namespaces/default/events', {
       headers: { accept: 'application/json;as=Table;v=v1;g=meta.svc.io' },
     });
@@ -467,6 +567,15 @@ describe('lists', () => {
         ['Created At', 'date'],
       ],
     );
+    const meta = await server.request('GET', '/api/v1/namespaces', {
+      headers: {
+        accept: 'application/json;as=PartialObjectMetadataList;g=meta.svc.io;v=v1,application/json',
+      },
+    });
+    assert.equal(meta.body.kind, 'PartialObjectMetadataList');
+    assert.equal(meta.body.items[0].kind, 'PartialObjectMetadata');
+    assert.equal(meta.body.items[0].spec, undefined);
+    assert.ok(meta.body.items[0].metadata.uid);
     const gz = await new Promise<{ encoding: string | undefined; body: any }>((resolve, reject) => {
       const req = httpsRequest(
         `${server.url}/api/v1/namespaces`,
@@ -532,6 +641,46 @@ describe('watches', () => {
       w.close();
     }
   });
+  test('watch start semantics: unset gives the state first, a non-zero version gives only later changes', async () => {
+    const unset = watch(
+      server,
+      '/api/v1/namespaces/chunks/configmaps?watch=1&fieldSelector=metadata.name%3Dc1',
+    );
+    try {
+      const first = await unset.next();
+      assert.deepEqual([first.type, first.object.metadata.name], ['ADDED', 'c1']);
+      const fromNow = watch(
+        server,
+        `/api/v1/namespaces/chunks/configmaps?watch=1&resourceVersion=${first.object.metadata.resourceVersion}&fieldSelector=metadata.name%3Dc1`,
+      );
+      try {
+        await server.request('PATCH', '/api/v1/namespaces/chunks/configmaps/c1', {
+          body: { data: { k: 'w' } },
+          headers: { 'content-type': 'application/merge-patch+json' },
+        });
+        assert.equal((await fromNow.next()).type, 'MODIFIED');
+        assert.equal((await unset.next()).type, 'MODIFIED');
+      } finally {
+        fromNow.close();
+      }
+    } finally {
+      unset.close();
+    }
+  });
+  test('watch parameter errors: 400 for sendInitialEvents without NotOlderThan; 504 for a future version', async () => {
+    const bad = await server.request('GET', '/api/v1/configmaps?watch=1&sendInitialEvents=true');
+    assert.equal(bad.status, 400);
+    assert.match(bad.body.message, /sendInitialEvents requires setting resourceVersionMatch to NotOlderThan/);
+    const match = await server.request(
+      'GET',
+      '/api/v1/configmaps?watch=1&resourceVersion=1&resourceVersionMatch=NotOlderThan',
+    );
+    assert.equal(match.status, 400);
+    const future = await server.request('GET', '/api/v1/configmaps?watch=1&resourceVersion=99999999');
+    assert.equal(future.status, 504);
+    assert.match(future.body.message, /^Too large resource version/);
+    assert.equal(future.headers['retry-after'], '1');
+  });
   test('sendInitialEvents: ADDED for existing objects, then the annotated BOOKMARK', async () => {
     const w = watch(
       server,
@@ -581,14 +730,25 @@ describe('watches', () => {
 });
 
 describe('deletion', () => {
-  test('finalizers: 202 with deletionTimestamp, removed when the last finalizer goes', async () => {
+  test('finalizers: 200 with deletionTimestamp (202 when orphanDependents=false), removed when the last finalizer goes', async () => {
     await server.request('POST', '/api/v1/namespaces/default/configmaps', {
       body: cm('fin', { metadata: { finalizers: ['example.com/hold'] } }),
     });
     const d = await server.request('DELETE', '/api/v1/namespaces/default/configmaps/fin');
-    assert.equal(d.status, 202);
+    assert.equal(d.status, 200);
     assert.ok(d.body.metadata.deletionTimestamp);
     assert.equal((await server.request('GET', '/api/v1/namespaces/default/configmaps/fin')).status, 200);
+    await server.request('POST', '/api/v1/namespaces/default/configmaps', {
+      body: cm('fin2', { metadata: { finalizers: ['example.com/hold'] } }),
+    });
+    const accepted = await server.request('DELETE', '/api/v1/namespaces/default/configmaps/fin2', {
+      body: { orphanDependents: false },
+    });
+    assert.equal(accepted.status, 202);
+    await server.request('PATCH', '/api/v1/namespaces/default/configmaps/fin2', {
+      body: { metadata: { finalizers: null } },
+      headers: { 'content-type': 'application/merge-patch+json' },
+    });
     const p = await server.request('PATCH', '/api/v1/namespaces/default/configmaps/fin', {
       body: { metadata: { finalizers: null } },
       headers: { 'content-type': 'application/merge-patch+json' },
@@ -635,7 +795,7 @@ describe('deletion', () => {
     const d = await server.request('DELETE', '/api/v1/namespaces/default/configmaps/owner-fg', {
       body: { propagationPolicy: 'Foreground' },
     });
-    assert.equal(d.status, 202);
+    assert.equal(d.status, 200);
     assert.deepEqual(d.body.metadata.finalizers, ['foregroundDeletion']);
     await until('owner-fg deleted', async () =>
       (await server.request('GET', '/api/v1/namespaces/default/configmaps/owner-fg')).status === 404
@@ -650,7 +810,7 @@ describe('deletion', () => {
       body: cm('a', { metadata: { finalizers: ['example.com/slow'] } }),
     });
     const d = await server.request('DELETE', '/api/v1/namespaces/doomed');
-    assert.equal(d.status, 202);
+    assert.equal(d.status, 200);
     assert.equal(d.body.status.phase, 'Terminating');
     const refused = await server.request('POST', '/api/v1/namespaces/doomed/configmaps', { body: cm('b') });
     assert.equal(refused.status, 403);
@@ -673,11 +833,36 @@ describe('deletion', () => {
       (await server.request('GET', '/api/v1/namespaces/doomed')).status === 404 ? true : undefined,
     );
   });
+  test('deletecollection with a label selector deletes only what it selects', async () => {
+    await server.request('POST', '/api/v1/namespaces', { body: { metadata: { name: 'dc' } } });
+    for (const [name, tier] of [
+      ['a', 'x'],
+      ['b', 'x'],
+      ['c', 'y'],
+    ] as const) {
+      await server.request('POST', '/api/v1/namespaces/dc/configmaps', {
+        body: cm(name, { metadata: { labels: { tier } } }),
+      });
+    }
+    const r = await server.request('DELETE', '/api/v1/namespaces/dc/configmaps?labelSelector=tier%3Dx');
+    assert.equal(r.status, 200);
+    assert.equal(r.body.status, 'Success');
+    const left = await server.request('GET', '/api/v1/namespaces/dc/configmaps');
+    assert.deepEqual(
+      left.body.items.map((i: any) => i.metadata.name),
+      ['c'],
+    );
+  });
   test('default namespaces exist', async () => {
     const r = await server.request('GET', '/api/v1/namespaces');
     const names = r.body.items.map((i: any) => i.metadata.name);
     for (const n of ['default', 'kube-system', 'kube-public', 'kube-node-lease'])
       assert.ok(names.includes(n), n);
+    const ns = r.body.items.find((i: any) => i.metadata.name === 'kube-system');
+    assert.equal(ns.metadata.labels['svc.io/metadata.name'], 'kube-system');
+    const k = await server.request('GET', '/api/v1/namespaces/default/services/kubernetes');
+    assert.equal(k.body.spec.clusterIP, '10.0.0.1');
+    assert.equal(k.body.spec.ports[0].targetPort, server.port);
   });
 });
 
@@ -741,6 +926,71 @@ describe('kinds', () => {
       ['p'],
     );
   });
+  test('pods: graceful deletion when bound to a node, immediate with gracePeriodSeconds=0; eviction', async () => {
+    const pod = (name: string, nodeName?: string): unknown => ({
+      metadata: { name },
+      spec: {
+        ...(nodeName === undefined ? {} : { nodeName }),
+        terminationGracePeriodSeconds: 45,
+        containers: [{ name: 'c', image: 'busybox:1' }],
+      },
+    });
+    await server.request('POST', '/api/v1/namespaces/default/pods', { body: pod('bound', 'n1') });
+    const first = await server.request('DELETE', '/api/v1/namespaces/default/pods/bound');
+    assert.equal(first.status, 200);
+    assert.equal(first.body.metadata.deletionGracePeriodSeconds, 45);
+    assert.ok(Date.parse(first.body.metadata.deletionTimestamp) > Date.now() + 30_000);
+    assert.equal((await server.request('GET', '/api/v1/namespaces/default/pods/bound')).status, 200);
+    const now = await server.request('DELETE', '/api/v1/namespaces/default/pods/bound?gracePeriodSeconds=0');
+    assert.equal(now.status, 200);
+    assert.equal((await server.request('GET', '/api/v1/namespaces/default/pods/bound')).status, 404);
+    await server.request('POST', '/api/v1/namespaces/default/pods', { body: pod('unbound') });
+    assert.equal((await server.request('DELETE', '/api/v1/namespaces/default/pods/unbound')).status, 200);
+    assert.equal((await server.request('GET', '/api/v1/namespaces/default/pods/unbound')).status, 404);
+    await server.request('POST', '/api/v1/namespaces/default/pods', { body: pod('evicted') });
+    const ev = await server.request('POST', '/api/v1/namespaces/default/pods/evicted/eviction', {
+      body: {
+        apiVersion: 'policy/v1',
+        kind: 'Eviction',
+        metadata: { name: 'evicted', namespace: 'default' },
+      },
+    });
+    assert.equal(ev.status, 201);
+    assert.equal(ev.body.status, 'Success');
+    assert.equal((await server.request('GET', '/api/v1/namespaces/default/pods/evicted')).status, 404);
+    const v1 = await server.request('GET', '/api/v1');
+    assert.ok(
+      v1.body.resources.some(
+        (r: any) => r.name === 'pods/eviction' && r.kind === 'Eviction' && r.group === 'policy',
+      ),
+    );
+  });
+  test('metadata.generation: deployments count spec changes; kinds without spec tracking have none', async () => {
+    const dep = {
+      metadata: { name: 'gen' },
+      spec: {
+        selector: { matchLabels: { a: 'b' } },
+        template: { metadata: { labels: { a: 'b' } }, spec: { containers: [{ name: 'c', image: 'i' }] } },
+      },
+    };
+    const created = await server.request('POST', '/apis/apps/v1/namespaces/default/deployments', {
+      body: dep,
+    });
+    assert.equal(created.body.metadata.generation, 1);
+    const merge = { 'content-type': 'application/merge-patch+json' };
+    const spec = await server.request('PATCH', '/apis/apps/v1/namespaces/default/deployments/gen', {
+      body: { spec: { replicas: 4 } },
+      headers: merge,
+    });
+    assert.equal(spec.body.metadata.generation, 2);
+    const label = await server.request('PATCH', '/apis/apps/v1/namespaces/default/deployments/gen', {
+      body: { metadata: { labels: { x: 'y' } } },
+      headers: merge,
+    });
+    assert.equal(label.body.metadata.generation, 2);
+    const c = await server.request('POST', '/api/v1/namespaces/default/configmaps', { body: cm('nogen') });
+    assert.equal(c.body.metadata.generation, undefined);
+  });
   test('create-on-PUT where the kind allows it (Lease), 404 where not (ConfigMap)', async () => {
     const lease = await server.request(
       'PUT',
@@ -790,5 +1040,44 @@ describe('HTTP/2', () => {
     } finally {
       session.close();
     }
+  });
+});
+
+describe('slow watchers', () => {
+  test('a watcher that does not read is cut off; the others get every event', async () => {
+    await server.request('POST', '/api/v1/namespaces', { body: { metadata: { name: 'slow' } } });
+    const path = '/api/v1/namespaces/slow/configmaps?watch=1&resourceVersion=0';
+    const fast = watch(server, path);
+    // The slow client reads nothing: its socket buffers fill, then the server's bounded backlog.
+    let slowEnded = false;
+    let slowBytes = 0;
+    const slowRes = await new Promise<import('node:http').IncomingMessage>((resolve, reject) => {
+      const req = httpsRequest(
+        `${server.url}${path}`,
+        { ca: server.admin.ca, cert: server.admin.cert, key: server.admin.key, agent: false },
+        resolve,
+      );
+      req.on('error', reject);
+      req.end();
+    });
+    slowRes.pause();
+    slowRes.on('close', () => (slowEnded = true));
+    slowRes.on('error', () => (slowEnded = true));
+    const big = 'x'.repeat(500 * 1024);
+    const count = 30;
+    for (let i = 0; i < count; i++) {
+      const r = await server.request('POST', '/api/v1/namespaces/slow/configmaps', {
+        body: cm(`big${i}`, { data: { k: big } }),
+      });
+      assert.equal(r.status, 201);
+    }
+    for (let i = 0; i < count; i++) assert.equal((await fast.next(20_000)).object.metadata.name, `big${i}`);
+    fast.close();
+    // Now drain the slow one: it ends before it has all 30 events (about 15 MB).
+    slowRes.on('data', (c: Buffer) => (slowBytes += c.length));
+    slowRes.resume();
+    await until('the slow watcher ended', async () => (slowEnded ? true : undefined), 20_000);
+    assert.ok(slowBytes < count * big.length, `slow watcher got ${slowBytes} bytes`);
+    await server.request('DELETE', '/api/v1/namespaces/slow');
   });
 });

@@ -90,6 +90,7 @@ export function deploymentKind(_ctx: DomainContext): KindDeclaration {
     }),
     allowCreateOnUpdate: false,
     statusSubresource: true,
+    scaleSubresource: true,
     tableColumns: [
       nameColumn(),
       {

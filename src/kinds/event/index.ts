@@ -1,8 +1,8 @@
-// Event: core/v1 and events.<domain>/v1. Each is its own declaration here (separate storage); kube-apiserver
-// serves both views of one stored object, which needs version conversion (not built yet).
+// Event: core/v1 and events.<domain>/v1, two views of one stored object (kept in core/v1 form): the events
+// group renames some fields (involvedObject → regarding, message → note, source → deprecatedSource, ...).
 
 import { domainGroup, type DomainContext, type KindDeclaration } from '../../apimachinery/kind.js';
-import { objectSchema } from '../../apimachinery/meta.js';
+import { objectSchema, type ApiObject } from '../../apimachinery/meta.js';
 import { s } from '../../apimachinery/schema.js';
 import { age } from '../../apimachinery/table.js';
 import { fieldString, record } from '../common.js';
@@ -111,8 +111,37 @@ export function coreEventKind(_ctx: DomainContext): KindDeclaration {
   };
 }
 
+/** Field renames between core/v1 Event (left) and events.DOMAIN/v1 Event (right); the rest is shared. */
+const renames: readonly (readonly [string, string])[] = [
+  ['involvedObject', 'regarding'],
+  ['message', 'note'],
+  ['source', 'deprecatedSource'],
+  ['firstTimestamp', 'deprecatedFirstTimestamp'],
+  ['lastTimestamp', 'deprecatedLastTimestamp'],
+  ['count', 'deprecatedCount'],
+  ['reportingComponent', 'reportingController'],
+];
+
+function rename(object: ApiObject, from: 0 | 1): ApiObject {
+  const to = from === 0 ? 1 : 0;
+  const out: ApiObject = { ...object };
+  for (const pair of renames) {
+    const a = pair[from];
+    const b = pair[to];
+    delete out[a];
+    if (object[a] !== undefined) out[b] = object[a];
+  }
+  return out;
+}
+
 export function eventsGroupEventKind(ctx: DomainContext): KindDeclaration {
   return {
+    storage: {
+      group: '',
+      plural: 'events',
+      toStorage: (o) => ({ ...rename(o, 1), apiVersion: 'v1', kind: 'Event' }),
+      fromStorage: (o) => rename(o, 0),
+    },
     group: domainGroup(ctx, 'events'),
     versions: ['v1'],
     kind: 'Event',

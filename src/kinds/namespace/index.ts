@@ -1,12 +1,14 @@
 // Namespace (core/v1, cluster-scoped): the lifecycle (Active → Terminating → removed) is the registry's and the
 // namespace controller's; the kind itself only declares its shape and its Status column.
 
-import type { DomainContext, KindDeclaration } from '../../apimachinery/kind.js';
+import { domainPrefix, type DomainContext, type KindDeclaration } from '../../apimachinery/kind.js';
 import { objectSchema } from '../../apimachinery/meta.js';
 import { s } from '../../apimachinery/schema.js';
 import { ageColumn, fieldString, nameColumn, record } from '../common.js';
 
-export function namespaceKind(_ctx: DomainContext): KindDeclaration {
+export function namespaceKind(ctx: DomainContext): KindDeclaration {
+  // The label every namespace carries with its own name (kubernetes.io/metadata.name with k8s.io).
+  const nameLabel = `${domainPrefix(ctx)}/metadata.name`;
   return {
     group: '',
     versions: ['v1'],
@@ -46,14 +48,14 @@ export function namespaceKind(_ctx: DomainContext): KindDeclaration {
         // The name label kube-apiserver adds to every namespace.
         o.metadata.labels = {
           ...(o.metadata.labels ?? {}),
-          'kubernetes.io/metadata.name': o.metadata.name ?? '',
+          [nameLabel]: o.metadata.name ?? '',
         };
       },
       prepareForUpdate: (o, old) => {
         o.spec = old.spec;
         o.metadata.labels = {
           ...(o.metadata.labels ?? {}),
-          'kubernetes.io/metadata.name': o.metadata.name ?? '',
+          [nameLabel]: o.metadata.name ?? '',
         };
       },
     },

@@ -83,6 +83,7 @@ export function podKind(_ctx: DomainContext): KindDeclaration {
     schema: objectSchema({ spec: podSpecSchema, status: s.free('PodStatus') }, ['spec']),
     allowCreateOnUpdate: false,
     statusSubresource: true,
+    evictionSubresource: true,
     tableColumns: [
       nameColumn(),
       {
@@ -141,6 +142,13 @@ export function podKind(_ctx: DomainContext): KindDeclaration {
       },
       prepareForUpdate: defaultContainers,
       validate: validatePod,
+      // Pods bound to a node end gracefully (their node confirms); unbound or finished pods go at once.
+      gracePeriodSeconds: (o) => {
+        const phase = fieldString(o, 'status.phase');
+        if (fieldString(o, 'spec.nodeName') === '' || phase === 'Succeeded' || phase === 'Failed') return 0;
+        const grace = record(o.spec).terminationGracePeriodSeconds;
+        return typeof grace === 'number' ? grace : 30;
+      },
       validateUpdate: (o, old) => {
         // Pod updates may not change fields other than images, activeDeadlineSeconds and tolerations.
         const strip = (x: ApiObject): string => {
