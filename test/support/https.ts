@@ -27,7 +27,10 @@ export function httpsJson(
         timeout: timeoutMs,
         headers: {
           accept: 'application/json',
-          ...(payload !== undefined ? { 'content-type': 'application/json' } : {}),
+          // An explicit length: for a DELETE, Node sends a body with neither a length nor chunking otherwise.
+          ...(payload !== undefined
+            ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }
+            : {}),
         },
       },
       (res) => {
