@@ -192,7 +192,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       seed: options.seed,
       dataDir,
       // A small watch window and short retention, so that resuming watchers and old reads meet 410 Gone.
-      extraServeFlags: ['--watch-cache-size=200', '--storage-retention=30s', '--v=warn'],
+      extraServeFlags: ['--watch-cache-size=50', '--storage-retention=30s', '--v=warn'],
       log,
     });
     const c = cluster;

@@ -123,7 +123,11 @@ class Watcher {
         this.records.push({ type: 'RESYNC', revision });
         this.lastRevision = revision;
       } else {
-        await sleep(50 + this.random.int(0, 200));
+        // Now and then a slow watcher: away long enough for its revision to leave the watch window (410).
+        const away =
+          this.random.next() < 0.2 ? 3_000 + this.random.int(0, 5_000) : 50 + this.random.int(0, 200);
+        const until = Date.now() + away;
+        while (!this.stopped && Date.now() < until) await sleep(100);
       }
     }
   }
