@@ -5,7 +5,9 @@
 
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { TimelineEntry } from './faults.js';
 import type { ChaosReport } from './run.js';
+import type { HistoryRecord } from './workload.js';
 
 export async function writeReport(dir: string, report: ChaosReport): Promise<string[]> {
   await mkdir(dir, { recursive: true });
@@ -15,22 +17,57 @@ export async function writeReport(dir: string, report: ChaosReport): Promise<str
   const watches = join(dir, 'watches.jsonl');
   const { history: records, watcherLogs, ...summary } = report;
   await writeFile(json, JSON.stringify(summary, null, 2) + '\n');
-  await writeFile(history, records.map((r) => JSON.stringify(r)).join('\n') + '\n');
+  await writeFile(history, historyLines(records).join('\n') + '\n');
   await writeFile(watches, watcherLogs.map((w) => JSON.stringify(w)).join('\n') + '\n');
   await writeFile(markdown, renderMarkdown(report));
   return [markdown, json, history, watches];
+}
+
+/**
+ * The history as events in time order, Jepsen-style: an `invoke` at each call, then `ok`, `fail` or `unknown`
+ * (an unknown has no reply time; it is listed at its call, after its invoke).
+ */
+export function historyLines(records: readonly HistoryRecord[]): string[] {
+  const events: { at: number; order: number; line: string }[] = [];
+  records.forEach((r, index) => {
+    const { outcome, returnAt, status, output, ...call } = r;
+    events.push({ at: r.callAt, order: 0, line: JSON.stringify({ type: 'invoke', index, ...call }) });
+    events.push({
+      at: returnAt ?? r.callAt,
+      order: 1,
+      line: JSON.stringify({
+        type: outcome,
+        index,
+        clientId: r.clientId,
+        op: r.op,
+        at: returnAt,
+        status,
+        ...(output === undefined ? {} : { output }),
+      }),
+    });
+  });
+  return events.sort((a, b) => a.at - b.at || a.order - b.order).map((e) => e.line);
 }
 
 function mark(verdict: string): string {
   return verdict === 'pass' ? 'PASS' : verdict === 'fail' ? 'FAIL' : 'UNKNOWN';
 }
 
-/** A one-line-per-second bar chart of acknowledged operations. */
-function throughputChart(perSecond: readonly number[]): string[] {
+/** A one-line-per-second bar chart of acknowledged operations, each second marked with the fault in force. */
+function throughputChart(perSecond: readonly number[], timeline: readonly TimelineEntry[]): string[] {
   const max = Math.max(1, ...perSecond);
-  return perSecond.map(
-    (n, s) => `${String(s).padStart(4)}s ${String(n).padStart(5)} ${'#'.repeat(Math.round((n / max) * 50))}`,
-  );
+  const faultAt = (second: number): string => {
+    let active = '';
+    for (const entry of timeline) {
+      if (entry.atS >= second + 1) break;
+      active = entry.event === 'start' ? entry.detail : entry.atS <= second ? '' : active;
+    }
+    return active;
+  };
+  return perSecond.map((n, s) => {
+    const bar = '#'.repeat(Math.round((n / max) * 50)).padEnd(50);
+    return `${String(s).padStart(4)}s ${String(n).padStart(5)} ${bar} ${faultAt(s)}`.trimEnd();
+  });
 }
 
 export function renderMarkdown(report: ChaosReport): string {
@@ -74,7 +111,7 @@ export function renderMarkdown(report: ChaosReport): string {
   const seconds = Math.max(1, report.okPerSecond.length);
   lines.push('', `Acknowledged: ${total} operations, ${(total / seconds).toFixed(0)}/s on average.`, '');
   lines.push('Acknowledged operations per second (faults in the timeline above):', '', '```');
-  lines.push(...throughputChart(report.okPerSecond), '```');
+  lines.push(...throughputChart(report.okPerSecond, report.timeline), '```');
   lines.push('', '## Watchers', '', '| watcher | records | reconnects | resyncs (410) | last revision |');
   lines.push('| --- | --- | --- | --- | --- |');
   for (const w of report.watchers) {
