@@ -10,6 +10,7 @@ import {
   checkListReads,
   checkNoLostWrites,
   referenceValues,
+  shrinkViolation,
 } from '../../chaos/checks.js';
 import { checkLinearizability } from '../../chaos/checker/linearizability.js';
 import { objectModel, type ObjectOperation } from '../../chaos/checker/object-model.js';
@@ -147,4 +148,31 @@ test('409 for an update racing a delete is a noted deviation, not a violation; a
   assert.match(report.notes?.[0] ?? '', /409 Conflict/);
   const lost = checkLinearizable([...race, get('a', 30, 'v1', 5)], 5_000);
   assert.equal(lost.verdict, 'fail');
+});
+
+test('a violation shrinks to the operations that make it, dropping only reads and no-op writes', () => {
+  const history: ObjectOperation[] = [
+    create('a', 'v1', 5, 0),
+    get('a', 10, 'v1', 5),
+    get('a', 20, 'v1', 5),
+    {
+      clientId: 3,
+      input: { type: 'update', key: 'a', value: 'v2', expectedRevision: '4' },
+      output: { type: 'conflict' },
+      callAt: 30,
+      returnAt: 31,
+    },
+    get('a', 40), // the violation: an acknowledged object reads as missing
+    get('a', 50, 'v1', 5),
+  ];
+  const partition = checkLinearizability(objectModel, history).partitions[0]!;
+  assert.equal(partition.verdict, 'illegal');
+  const shrunk = shrinkViolation(partition, 5_000);
+  assert.equal(checkLinearizability(objectModel, shrunk.operations).verdict, 'illegal');
+  assert.deepEqual(
+    shrunk.operations.map((op) => `${op.input.type}@${op.callAt}`),
+    ['create@0', 'get@40'],
+  );
+  const report = checkLinearizable(history, 5_000);
+  assert.match(report.counterexample[0] ?? '', /shrunk from 6 to 2 operations/);
 });
