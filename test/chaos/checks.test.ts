@@ -148,6 +148,8 @@ test('409 for an update racing a delete is a noted deviation, not a violation; a
   assert.match(report.notes?.[0] ?? '', /409 Conflict/);
   const lost = checkLinearizable([...race, get('a', 30, 'v1', 5)], 5_000);
   assert.equal(lost.verdict, 'fail');
+  // Out of budget is undecided, never a failure (nor a pass).
+  assert.equal(checkLinearizable([...race, get('a', 30, 'v1', 5)], 0).verdict, 'unknown');
 });
 
 test('a violation shrinks to the operations that make it, dropping only reads and no-op writes', () => {
