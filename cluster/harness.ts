@@ -21,6 +21,8 @@ export interface ClusterOptions {
   readonly basePort: number;
   readonly dataDir: string;
   readonly extraServeFlags: readonly string[];
+  /** Flags for one node only (the chaos harness gives each node its own peer dial URLs). */
+  readonly nodeServeFlags?: (node: NodeLayout) => readonly string[];
 }
 
 export interface NodeLayout {
@@ -246,7 +248,13 @@ export async function up(
     try {
       const child = spawn(
         process.execPath,
-        [serverEntry, 'serve', ...serveFlags(node, nodes, certs.dir), ...options.extraServeFlags],
+        [
+          serverEntry,
+          'serve',
+          ...serveFlags(node, nodes, certs.dir),
+          ...options.extraServeFlags,
+          ...(options.nodeServeFlags?.(node) ?? []),
+        ],
         { detached: true, stdio: ['ignore', logFd, logFd] },
       );
       if (child.pid === undefined) throw new Error(`${node.name}: could not start`);

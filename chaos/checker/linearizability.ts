@@ -52,15 +52,22 @@ interface Entry {
   next: Entry | undefined;
 }
 
-/** Checks a history against a model; `budgetMs` bounds the whole search. */
+/** Characters of memo keys one partition's search may hold (about as many bytes): past it, `unknown`. */
+const memoCharsMaxDefault = 256 * 1024 * 1024;
+
+/**
+ * Checks a history against a model; `budgetMs` bounds the whole search in time, `memoCharsMax` each
+ * partition's memo in memory (a long, highly concurrent history can otherwise exhaust the heap).
+ */
 export function checkLinearizability<S, I, O>(
   model: Model<S, I, O>,
   history: readonly Operation<I, O>[],
-  options: { budgetMs?: number } = {},
+  options: { budgetMs?: number; memoCharsMax?: number } = {},
 ): CheckResult<I, O> {
   const deadline = Date.now() + (options.budgetMs ?? 10_000);
+  const memoCharsMax = options.memoCharsMax ?? memoCharsMaxDefault;
   const partitions = model.partition ? model.partition(history) : [history];
-  const reports = partitions.map((operations) => checkPartition(model, operations, deadline));
+  const reports = partitions.map((operations) => checkPartition(model, operations, deadline, memoCharsMax));
   const verdict: CheckVerdict = reports.some((r) => r.verdict === 'illegal')
     ? 'illegal'
     : reports.some((r) => r.verdict === 'unknown')
@@ -145,10 +152,12 @@ function checkPartition<S, I, O>(
   model: Model<S, I, O>,
   operations: readonly Operation<I, O>[],
   deadline: number,
+  memoCharsMax: number,
 ): PartitionReport<I, O> {
   const head = buildEntries(operations);
   const linearized = new Uint8Array(operations.length);
   const seen = new Set<string>();
+  let memoChars = 0;
   const stack: Frame<S>[] = [];
   let longest: number[] = [];
   let state = model.initial;
@@ -168,6 +177,7 @@ function checkPartition<S, I, O>(
         continue;
       }
       seen.add(key);
+      memoChars += key.length;
       stack.push({ call, stateBefore, alternatives });
       state = next;
       lift(call);
@@ -178,7 +188,7 @@ function checkPartition<S, I, O>(
   };
 
   while (head.next !== undefined) {
-    if (iterations++ % 1024 === 0 && Date.now() >= deadline) {
+    if (memoChars > memoCharsMax || (iterations++ % 1024 === 0 && Date.now() >= deadline)) {
       return { verdict: 'unknown', operations, longestLinearization: longest };
     }
     if (entry !== undefined && entry.kind === 'call') {

@@ -1,6 +1,7 @@
 // The sequential model of one API object as the chaos workload uses it: a register with compare-and-swap on
 // resourceVersion. Every write carries a value no other write uses, so a read's value names the write it saw.
 
+import { unreachable } from '../../src/util/assert.js';
 import type { Model, Operation } from './linearizability.js';
 
 export type ObjectInput =
@@ -57,6 +58,7 @@ function stepUpdate(
   value: string,
   expected: string,
   output: ObjectOutput | undefined,
+  conflictWhenMissing: boolean,
 ): ObjectState[] {
   const updated = (revision: string | undefined): ObjectState => ({ exists: true, value, revision });
   if (output === undefined)
@@ -65,7 +67,8 @@ function stepUpdate(
     case 'ok':
       return state.exists && mayBeAt(state, expected) ? [updated(output.revision)] : [];
     case 'conflict':
-      return state.exists && mayNotBeAt(state, expected) ? [state] : [];
+      if (!state.exists) return conflictWhenMissing ? [state] : [];
+      return mayNotBeAt(state, expected) ? [state] : [];
     case 'not-found':
       return state.exists ? [] : [state];
     default:
@@ -107,20 +110,42 @@ function stepGet(state: ObjectState, output: ObjectOutput | undefined): ObjectSt
   }
 }
 
+export interface ObjectModelOptions {
+  /**
+   * Accept 409 Conflict from an update whose object does not exist (its precondition cannot hold either).
+   * Kubernetes answers 404 there; Stoa answers 409 when the object is deleted between its read and its write.
+   */
+  readonly conflictWhenMissing: boolean;
+}
+
+/** The model with Kubernetes' answers (an update of a missing object is 404), or relaxed by `options`. */
+export function objectModelWith(options: ObjectModelOptions): Model<ObjectState, ObjectInput, ObjectOutput> {
+  return { ...objectModel, step: (state, input, output) => step(state, input, output, options) };
+}
+
+function step(
+  state: ObjectState,
+  input: ObjectInput,
+  output: ObjectOutput | undefined,
+  options: ObjectModelOptions,
+): readonly ObjectState[] {
+  switch (input.type) {
+    case 'create':
+      return stepCreate(state, input.value, output);
+    case 'update':
+      return stepUpdate(state, input.value, input.expectedRevision, output, options.conflictWhenMissing);
+    case 'delete':
+      return stepDelete(state, input.expectedRevision, output);
+    case 'get':
+      return stepGet(state, output);
+    default:
+      return unreachable(input);
+  }
+}
+
 export const objectModel: Model<ObjectState, ObjectInput, ObjectOutput> = {
   initial: absent,
-  step(state, input, output) {
-    switch (input.type) {
-      case 'create':
-        return stepCreate(state, input.value, output);
-      case 'update':
-        return stepUpdate(state, input.value, input.expectedRevision, output);
-      case 'delete':
-        return stepDelete(state, input.expectedRevision, output);
-      case 'get':
-        return stepGet(state, output);
-    }
-  },
+  step: (state, input, output) => step(state, input, output, { conflictWhenMissing: false }),
   key: (state) => `${state.exists ? 1 : 0}|${state.value ?? ''}|${state.revision ?? '?'}`,
   partition(operations) {
     const byKey = new Map<string, ObjectOperation[]>();

@@ -469,8 +469,8 @@ export class ResourceRegistry {
         next.metadata.resourceVersion = String(result.header.revision);
         return { object: next, created: false };
       }
-      if (options.preconditionVersion !== undefined && options.preconditionVersion !== '')
-        throw errors.staleUpdate(this.gr, name);
+      // Someone wrote (or deleted) the object between the read and the write: read again and decide on the fresh
+      // state, as kube-apiserver does: a precondition that no longer holds is 409, a deleted object is 404.
     }
     throw errors.conflict(this.gr, name, 'too many concurrent updates, try again');
   }

@@ -79,6 +79,11 @@ export interface ReplicaOptions {
   /** Every member of one cluster uses the same token; its hash is the cluster ID checked on every peer link. */
   readonly clusterToken: string;
   readonly listenPeer: { readonly host: string; readonly port: number };
+  /**
+   * Where to dial a member, by name, when it differs from its advertised peer URL (a chaos run routes every
+   * peer link through a fault proxy). Members not named here are dialled at their peer URL.
+   */
+  readonly peerDialUrls?: ReadonlyMap<string, string>;
   readonly tls: PeerTlsOptions;
   /** etcd's --heartbeat-interval (default 100 ms): one Raft tick. */
   readonly heartbeatIntervalMs?: number;
@@ -121,6 +126,11 @@ export interface ReplicaStatus {
   readonly snapshotsRestored: number;
   readonly revision: number;
   readonly members: readonly MemberStatus[];
+}
+
+/** The URL this node dials to reach `member`: its dial override if it has one, else its peer URL. */
+function dialUrl(options: ReplicaOptions, member: Member): string {
+  return options.peerDialUrls?.get(member.name) ?? member.peerUrl;
 }
 
 interface Waiter<T> {
@@ -309,7 +319,7 @@ export class ReplicatedStore implements KVStore {
         // A joining node knows the current members from its flags until the leader's log or snapshot arrives.
         for (const member of options.initialCluster) {
           if (member.id !== selfId && !node.members.has(member.id)) node.members.set(member.id, member);
-          if (member.id !== selfId) transport.addPeer(member.id, member.peerUrl);
+          if (member.id !== selfId) transport.addPeer(member.id, dialUrl(options, member));
         }
       }
       return node;
@@ -971,9 +981,10 @@ export class ReplicatedStore implements KVStore {
     for (const id of wanted) {
       const member = this.members.get(id);
       if (member === undefined) continue;
-      if (this.transport.peers().get(id) !== member.peerUrl) {
+      const url = dialUrl(this.options, member);
+      if (this.transport.peers().get(id) !== url) {
         if (this.transport.peers().has(id)) this.transport.removePeer(id);
-        this.transport.addPeer(id, member.peerUrl);
+        this.transport.addPeer(id, url);
       }
     }
   }

@@ -75,7 +75,10 @@ export function httpsRequest(
         timeout: timeoutMs,
         headers: {
           accept: 'application/json',
-          ...(payload !== undefined ? { 'content-type': 'application/json' } : {}),
+          // An explicit length: for a DELETE, Node sends a body with neither a length nor chunking otherwise.
+          ...(payload !== undefined
+            ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }
+            : {}),
           ...(credentials.token !== undefined ? { authorization: `Bearer ${credentials.token}` } : {}),
         },
       },

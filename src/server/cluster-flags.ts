@@ -2,7 +2,7 @@
 // member of a Raft group instead of the single-node embedded engine.
 
 import { hostPort, parseInitialCluster, type Member } from '../replica/ids.js';
-import { FlagError } from './flags.js';
+import { FlagError } from './flag-error.js';
 
 export interface ClusterServeOptions {
   readonly name: string;
@@ -18,6 +18,8 @@ export interface ClusterServeOptions {
   readonly peerCertFile: string;
   readonly peerKeyFile: string;
   readonly peerTrustedCaFile: string;
+  /** Member name → the URL to dial it at instead of its peer URL (--experimental-peer-dial-urls). */
+  readonly peerDialUrls: ReadonlyMap<string, string>;
 }
 
 export const clusterFlagNames = [
@@ -34,6 +36,7 @@ export const clusterFlagNames = [
   'peer-cert-file',
   'peer-key-file',
   'peer-trusted-ca-file',
+  'experimental-peer-dial-urls',
 ] as const;
 
 export const clusterUsage = `
@@ -52,6 +55,9 @@ cluster flags (etcd's names; given --initial-cluster, the store is a Raft member
   --peer-cert-file FILE                  this member's peer certificate (server and client auth)
   --peer-key-file FILE                   its key
   --peer-trusted-ca-file FILE            the CA that signs every member's peer certificate
+  --experimental-peer-dial-urls N=URL,...
+                                         dial these members here instead of at their peer URLs (the chaos
+                                         harness routes peer links through fault proxies this way)
 `;
 
 function integer(text: string, flag: string, min: number, max: number): number {
@@ -62,6 +68,35 @@ function integer(text: string, flag: string, min: number, max: number): number {
     );
   }
   return n;
+}
+
+/** Parses `name=https://host:port,...`: where to dial each named member. */
+export function parsePeerDialUrls(text: string): Map<string, string> {
+  const urls = new Map<string, string>();
+  for (const part of text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '')) {
+    const eq = part.indexOf('=');
+    const name = eq <= 0 ? '' : part.slice(0, eq);
+    const url = part.slice(eq + 1);
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(url);
+    } catch {
+      parsed = undefined;
+    }
+    if (name === '' || parsed?.protocol !== 'https:' || parsed.port === '') {
+      throw new FlagError(
+        `invalid value "${part}" for flag --experimental-peer-dial-urls: must be name=https://host:port`,
+      );
+    }
+    if (urls.has(name)) {
+      throw new FlagError(`--experimental-peer-dial-urls names member ${name} twice`);
+    }
+    urls.set(name, url);
+  }
+  return urls;
 }
 
 /** Undefined when no cluster flag is given (single-node embedded store). */
@@ -142,5 +177,6 @@ export function parseClusterFlags(
     peerCertFile: get('peer-cert-file') ?? '',
     peerKeyFile: get('peer-key-file') ?? '',
     peerTrustedCaFile: get('peer-trusted-ca-file') ?? '',
+    peerDialUrls: parsePeerDialUrls(get('experimental-peer-dial-urls') ?? ''),
   };
 }

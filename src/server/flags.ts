@@ -1,5 +1,6 @@
 // `stoa serve` flags, parsed in one place. Names are kube-apiserver's; unknown flags are an error naming the flag.
 
+import { FlagError } from './flag-error.js';
 import {
   clusterFlagNames,
   clusterUsage,
@@ -58,9 +59,7 @@ flags:
   --v LEVEL                              log level: info, debug, warn (default info)
 ${clusterUsage}`;
 
-export class FlagError extends Error {
-  override readonly name = 'FlagError';
-}
+export { FlagError };
 
 /** Go duration syntax as kube-apiserver takes it: `70s`, `1m30s`, `500ms`, `0`. */
 export function parseDuration(text: string, flag: string): number {

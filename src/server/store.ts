@@ -34,6 +34,7 @@ export async function openServerStore(options: ServeOptions, logger: Logger): Pr
       initialClusterState: cluster.initialClusterState,
       clusterToken: cluster.initialClusterToken,
       listenPeer: cluster.listenPeer,
+      peerDialUrls: cluster.peerDialUrls,
       tls: {
         certPem: await readPem(cluster.peerCertFile, 'peer-cert-file'),
         keyPem: await readPem(cluster.peerKeyFile, 'peer-key-file'),

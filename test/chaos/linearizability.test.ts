@@ -179,6 +179,11 @@ test('an exhausted budget answers unknown, not ok', () => {
   );
   assert.equal(checkLinearizability(objectModel, history, { budgetMs: 0 }).verdict, 'unknown');
   assert.equal(checkLinearizability(objectModel, history, { budgetMs: 10_000 }).verdict, 'illegal');
+  // A memo too small for the search is out of memory budget: unknown as well, never a crash or a verdict.
+  assert.equal(
+    checkLinearizability(objectModel, history, { budgetMs: 10_000, memoCharsMax: 10 }).verdict,
+    'unknown',
+  );
 });
 
 test('random histories of a real register are linearizable, and a read of an unwritten value is not', () => {

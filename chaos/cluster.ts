@@ -1,0 +1,224 @@
+// The cluster a chaos run breaks: real `stoa serve` processes started by the cluster harness, each dialling its
+// peers through the fault-proxy mesh (--experimental-peer-dial-urls), so that network faults are proxy settings
+// and process faults are signals. The run owns every process and proxy here and `close()` ends them all.
+
+import { readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { adminGet, adminStatusPath, down, layout, up, type NodeLayout } from '../cluster/harness.js';
+import { nodeIdFromName } from '../src/replica/ids.js';
+import type { NodeId } from '../src/util/brand.js';
+import { assert } from '../src/util/assert.js';
+import { PeerProxyMesh } from './peer-proxies.js';
+
+export interface Tls {
+  readonly ca: string;
+  readonly cert: string;
+  readonly key: string;
+}
+
+/** What the admin status endpoint reports about one node (the fields a chaos run uses). */
+export interface NodeRaftStatus {
+  readonly role: string;
+  readonly term: number;
+  readonly leader: string | null;
+  readonly commitIndex: number;
+  readonly appliedIndex: number;
+  readonly revision: number;
+}
+
+export interface ChaosClusterOptions {
+  readonly nodes: number;
+  readonly seed: number;
+  readonly dataDir: string;
+  readonly extraServeFlags: readonly string[];
+  readonly log: (line: string) => void;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+/** A base port whose n API ports and n peer ports (base + 1000 ...) are free; below the ephemeral range. */
+async function freeBasePort(n: number): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const base = 20_000 + Math.floor(Math.random() * 9_000);
+    const ports = Array.from({ length: n }, (_, i) => [base + i, base + 1000 + i]).flat();
+    if ((await Promise.all(ports.map(portFree))).every(Boolean)) return base;
+  }
+  throw new Error('no free port range for the cluster');
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+export class ChaosCluster {
+  /** Nodes stopped with SIGSTOP and not yet continued. */
+  private readonly paused = new Set<number>();
+  private closed = false;
+
+  private constructor(
+    private readonly options: ChaosClusterOptions,
+    private readonly basePort: number,
+    readonly nodes: readonly NodeLayout[],
+    readonly ids: readonly NodeId[],
+    readonly mesh: PeerProxyMesh,
+    private tlsFiles: Tls | undefined,
+  ) {}
+
+  /** Starts the proxies, then the nodes; on any failure stops whatever started. */
+  static async start(options: ChaosClusterOptions): Promise<ChaosCluster> {
+    const basePort = await freeBasePort(options.nodes);
+    const nodes = layout({ nodes: options.nodes, basePort, dataDir: options.dataDir });
+    const ids = nodes.map((n) => nodeIdFromName(n.name));
+    const mesh = await PeerProxyMesh.start(
+      nodes.map((n, i) => ({ id: ids[i] as NodeId, host: '127.0.0.1', port: n.peerPort })),
+      { seed: options.seed },
+    );
+    const cluster = new ChaosCluster(options, basePort, nodes, ids, mesh, undefined);
+    try {
+      await cluster.upAll();
+      cluster.tlsFiles = await readTls(options.dataDir);
+    } catch (error) {
+      await cluster.close();
+      throw error;
+    }
+    return cluster;
+  }
+
+  get tls(): Tls {
+    assert(this.tlsFiles !== undefined, 'cluster not started');
+    return this.tlsFiles;
+  }
+
+  apiUrl(index: number): string {
+    return `https://127.0.0.1:${this.node(index).apiPort}`;
+  }
+
+  node(index: number): NodeLayout {
+    const node = this.nodes[index];
+    assert(node !== undefined, `no node ${index}`);
+    return node;
+  }
+
+  id(index: number): NodeId {
+    const id = this.ids[index];
+    assert(id !== undefined, `no node ${index}`);
+    return id;
+  }
+
+  /** The serve flag that makes node `name` dial every peer through its proxy. */
+  private dialFlags(node: NodeLayout): string[] {
+    const urls = this.mesh.peerUrlsFor(nodeIdFromName(node.name));
+    const parts = this.nodes
+      .filter((n) => n.name !== node.name)
+      .map((n) => `${n.name}=${urls.get(nodeIdFromName(n.name)) ?? ''}`);
+    return [`--experimental-peer-dial-urls=${parts.join(',')}`];
+  }
+
+  /** Starts every node that is not running (the first start, and restarts after a kill). */
+  async upAll(): Promise<void> {
+    await up(
+      {
+        nodes: this.nodes.length,
+        basePort: this.basePort,
+        dataDir: this.options.dataDir,
+        extraServeFlags: this.options.extraServeFlags,
+        nodeServeFlags: (node) => this.dialFlags(node),
+      },
+      { nodes: true, basePort: true },
+      () => undefined,
+    );
+  }
+
+  async pid(index: number): Promise<number | null> {
+    try {
+      const pid = Number((await readFile(join(this.node(index).dir, 'stoa.pid'), 'utf8')).trim());
+      return Number.isInteger(pid) && pid > 0 && alive(pid) ? pid : null;
+    } catch {
+      return null;
+    }
+  }
+
+  /** SIGKILL; waits (bounded) until the process is gone. */
+  async kill(index: number): Promise<void> {
+    const pid = await this.pid(index);
+    if (pid === null) return;
+    this.paused.delete(index);
+    process.kill(pid, 'SIGKILL');
+    for (let i = 0; i < 100 && alive(pid); i++) await sleep(50);
+    await rm(join(this.node(index).dir, 'stoa.pid'), { force: true });
+  }
+
+  async pause(index: number): Promise<void> {
+    const pid = await this.pid(index);
+    if (pid === null) return;
+    process.kill(pid, 'SIGSTOP');
+    this.paused.add(index);
+  }
+
+  async resume(index: number): Promise<void> {
+    const pid = await this.pid(index);
+    this.paused.delete(index);
+    if (pid !== null) process.kill(pid, 'SIGCONT');
+  }
+
+  async resumeAll(): Promise<void> {
+    for (const index of [...this.paused]) await this.resume(index);
+  }
+
+  /** The admin status of one node, or undefined when it does not answer. */
+  async status(index: number, timeoutMs = 2_000): Promise<NodeRaftStatus | undefined> {
+    const reply = await adminGet(`${this.apiUrl(index)}${adminStatusPath}`, this.tls, timeoutMs);
+    if (reply?.status !== 200) return undefined;
+    try {
+      return JSON.parse(reply.body) as NodeRaftStatus;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The index of the node every answering node names as leader, if they agree on one. */
+  async leader(): Promise<number | undefined> {
+    const statuses = await Promise.all(this.nodes.map((_, i) => this.status(i)));
+    const leaders = statuses.filter((s) => s?.role === 'leader');
+    if (leaders.length !== 1) return undefined;
+    const index = statuses.findIndex((s) => s?.role === 'leader');
+    return index < 0 ? undefined : index;
+  }
+
+  /** Continues paused nodes, stops every node, closes the proxies. Safe to call twice. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.resumeAll().catch(() => undefined);
+    await down(this.options.dataDir, () => undefined).catch(async () => {
+      for (let i = 0; i < this.nodes.length; i++) {
+        const pid = await this.pid(i);
+        if (pid !== null) process.kill(pid, 'SIGKILL');
+      }
+    });
+    await this.mesh.close();
+  }
+}
+
+async function readTls(dataDir: string): Promise<Tls> {
+  const pki = join(dataDir, 'pki');
+  return {
+    ca: await readFile(join(pki, 'ca.crt'), 'utf8'),
+    cert: await readFile(join(pki, 'admin.crt'), 'utf8'),
+    key: await readFile(join(pki, 'admin.key'), 'utf8'),
+  };
+}
