@@ -3,9 +3,16 @@
 // and process faults are signals. The run owns every process and proxy here and `close()` ends them all.
 
 import { readFile, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { adminGet, adminStatusPath, down, layout, up, type NodeLayout } from '../cluster/harness.js';
+import {
+  adminGet,
+  adminStatusPath,
+  down,
+  freeBasePort,
+  layout,
+  up,
+  type NodeLayout,
+} from '../cluster/harness.js';
 import { nodeIdFromName } from '../src/replica/ids.js';
 import type { NodeId } from '../src/util/brand.js';
 import { assert } from '../src/util/assert.js';
@@ -36,24 +43,6 @@ export interface ChaosClusterOptions {
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
-}
-
-/** A base port whose n API ports and n peer ports (base + 1000 ...) are free; below the ephemeral range. */
-async function freeBasePort(n: number): Promise<number> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const base = 20_000 + Math.floor(Math.random() * 9_000);
-    const ports = Array.from({ length: n }, (_, i) => [base + i, base + 1000 + i]).flat();
-    if ((await Promise.all(ports.map(portFree))).every(Boolean)) return base;
-  }
-  throw new Error('no free port range for the cluster');
-}
 
 function alive(pid: number): boolean {
   try {

@@ -6,6 +6,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, openSync, closeSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
+import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import YAML from 'yaml';
@@ -52,6 +53,27 @@ const stopTimeoutMs = 10_000;
 export const adminStatusPath = '/stoa/admin/v1/status';
 
 const serverEntry = fileURLToPath(new URL('../src/server/main.js', import.meta.url));
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+/**
+ * A base port whose n API ports and n peer ports (base + 1000 ...) are free now, below the ephemeral range (for
+ * tests, benches and chaos runs that start clusters side by side; a small race with other programs is accepted).
+ */
+export async function freeBasePort(n: number): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const base = 20_000 + Math.floor(Math.random() * 9_000);
+    const ports = Array.from({ length: n }, (_, i) => [base + i, base + peerPortOffset + i]).flat();
+    if ((await Promise.all(ports.map(portFree))).every(Boolean)) return base;
+  }
+  throw new Error('no free port range for the cluster');
+}
 
 export function layout(options: Pick<ClusterOptions, 'nodes' | 'basePort' | 'dataDir'>): NodeLayout[] {
   return Array.from({ length: options.nodes }, (_, i) => ({

@@ -6,10 +6,9 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { openSync, closeSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { down, layout, serveFlags, status, up } from '../../cluster/harness.js';
+import { down, freeBasePort, layout, serveFlags, status, up } from '../../cluster/harness.js';
 import { issueCertificate, loadOrCreate } from '../../src/pki/index.js';
 import { httpsJson, type Tls } from '../support/https.js';
 import { tempDir } from '../support/tmp.js';
@@ -17,24 +16,6 @@ import { tempDir } from '../support/tmp.js';
 const stoa = fileURLToPath(new URL('../../src/server/main.js', import.meta.url));
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const fastRaft = ['--heartbeat-interval=50', '--election-timeout=500'];
-
-function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
-}
-
-/** A base port whose n API ports and n peer ports (base + 1000 ...) are all free. */
-async function freeBasePort(n: number): Promise<number> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const base = 20_000 + Math.floor(Math.random() * 20_000);
-    const ports = Array.from({ length: n }, (_, i) => [base + i, base + 1000 + i]).flat();
-    if ((await Promise.all(ports.map(portFree))).every(Boolean)) return base;
-  }
-  throw new Error('no free port range');
-}
 
 async function adminTls(dataDir: string): Promise<Tls> {
   const pki = join(dataDir, 'pki');
