@@ -424,12 +424,7 @@ export class Raft {
     this.votes = new Map();
     const last = this.log.lastIndex();
     for (const [id, pr] of this.progress) {
-      const fresh = new Progress(
-        logIndex(last + 1),
-        pr.isLearner,
-        this.inflightMessagesMax,
-        this.inflightBytesMax,
-      );
+      const fresh = this.newProgress(pr.isLearner);
       if (id === this.id) fresh.match = last;
       this.progress.set(id, fresh);
     }
@@ -1240,15 +1235,22 @@ export class Raft {
 
   // ---- Membership ----------------------------------------------------------------------------------------
 
+  /** Progress of a peer the leader knows nothing about yet: it probes from just past the leader's last entry. */
+  private newProgress(isLearner: boolean): Progress {
+    return new Progress(
+      logIndex(this.log.lastIndex() + 1),
+      isLearner,
+      this.inflightMessagesMax,
+      this.inflightBytesMax,
+    );
+  }
+
   private setConfState(confState: ConfState): void {
     this.voters = [...confState.voters];
     this.learners = [...confState.learners];
-    const next = logIndex(this.log.lastIndex() + 1);
     this.progress = new Map();
-    for (const id of this.voters)
-      this.progress.set(id, new Progress(next, false, this.inflightMessagesMax, this.inflightBytesMax));
-    for (const id of this.learners)
-      this.progress.set(id, new Progress(next, true, this.inflightMessagesMax, this.inflightBytesMax));
+    for (const id of this.voters) this.progress.set(id, this.newProgress(false));
+    for (const id of this.learners) this.progress.set(id, this.newProgress(true));
     const self = this.progress.get(this.id);
     if (self !== undefined) self.match = this.log.lastIndex();
   }
@@ -1259,15 +1261,7 @@ export class Raft {
     switch (change.type) {
       case 'addVoter':
         if (pr === undefined) {
-          this.progress.set(
-            id,
-            new Progress(
-              logIndex(this.log.lastIndex() + 1),
-              false,
-              this.inflightMessagesMax,
-              this.inflightBytesMax,
-            ),
-          );
+          this.progress.set(id, this.newProgress(false));
           this.voters.push(id);
         } else if (pr.isLearner) {
           pr.isLearner = false;
@@ -1277,15 +1271,7 @@ export class Raft {
         break;
       case 'addLearner':
         if (pr === undefined) {
-          this.progress.set(
-            id,
-            new Progress(
-              logIndex(this.log.lastIndex() + 1),
-              true,
-              this.inflightMessagesMax,
-              this.inflightBytesMax,
-            ),
-          );
+          this.progress.set(id, this.newProgress(true));
           this.learners.push(id);
         }
         // Demoting a voter is refused at proposal time; a committed one is a no-op on every node alike.
