@@ -13,7 +13,7 @@ import type { KVStore } from '../src/storage/contract.js';
 import { noop } from 'cockatiel';
 import { Etcd3 } from 'etcd3';
 import { EtcdStore } from '../src/storage/etcd/engine.js';
-import { etcdBinary, freePort } from '../test/support/etcd.js';
+import { etcdBinary, etcdMemberArgs, etcdMemberSpecs, freePort } from '../test/support/etcd.js';
 import { tempDir } from '../test/support/tmp.js';
 import type { KvNodeConfig } from './kv-node.js';
 import { RemotePool, RemoteStore } from './kv-protocol.js';
@@ -256,33 +256,12 @@ export async function startEtcdBenchCluster(n: number): Promise<BenchCluster> {
     await dir.remove();
   };
   try {
-    const specs: Array<{ name: string; clientUrl: string; peerUrl: string }> = [];
-    for (let i = 0; i < n; i++) {
-      specs.push({
-        name: `etcd${i}`,
-        clientUrl: `http://127.0.0.1:${await freePort()}`,
-        peerUrl: `http://127.0.0.1:${await freePort()}`,
-      });
-    }
-    const initialCluster = specs.map((s) => `${s.name}=${s.peerUrl}`).join(',');
-    const argsOf = (i: number): string[] => {
-      const spec = specs[i]!;
-      return [
-        `--name=${spec.name}`,
-        `--data-dir=${join(dir.path, spec.name)}`,
-        `--listen-client-urls=${spec.clientUrl}`,
-        `--advertise-client-urls=${spec.clientUrl}`,
-        `--listen-peer-urls=${spec.peerUrl}`,
-        `--initial-advertise-peer-urls=${spec.peerUrl}`,
-        `--initial-cluster=${initialCluster}`,
-        '--initial-cluster-state=new',
-        `--initial-cluster-token=stoa-bench-${process.pid}`,
+    const specs = await etcdMemberSpecs(n, dir.path);
+    const argsOf = (i: number): string[] =>
+      etcdMemberArgs(specs[i]!, specs, `stoa-bench-${process.pid}`, [
         `--heartbeat-interval=${heartbeatIntervalMs}`,
         `--election-timeout=${electionTimeoutMs}`,
-        '--logger=zap',
-        '--log-level=error',
-      ];
-    };
+      ]);
     const leader = async (timeoutMs = 30_000): Promise<number> =>
       until('an etcd leader', timeoutMs, async () => {
         const statuses = await Promise.all(

@@ -29,6 +29,51 @@ export interface EtcdCluster {
   stop(): Promise<void>;
 }
 
+export interface EtcdMemberSpec {
+  readonly name: string;
+  readonly clientUrl: string;
+  readonly peerUrl: string;
+  readonly dataDir: string;
+}
+
+/** n members named etcd0.. on free loopback ports, with their data dirs under `dir`. */
+export async function etcdMemberSpecs(n: number, dir: string): Promise<EtcdMemberSpec[]> {
+  const specs: EtcdMemberSpec[] = [];
+  for (let i = 0; i < n; i++) {
+    const name = `etcd${i}`;
+    specs.push({
+      name,
+      clientUrl: `http://127.0.0.1:${await freePort()}`,
+      peerUrl: `http://127.0.0.1:${await freePort()}`,
+      dataDir: `${dir}/${name}`,
+    });
+  }
+  return specs;
+}
+
+/** The command line of one member of a new cluster of `specs`, plus `extra` flags. */
+export function etcdMemberArgs(
+  spec: EtcdMemberSpec,
+  specs: readonly EtcdMemberSpec[],
+  token: string,
+  extra: readonly string[] = [],
+): string[] {
+  return [
+    `--name=${spec.name}`,
+    `--data-dir=${spec.dataDir}`,
+    `--listen-client-urls=${spec.clientUrl}`,
+    `--advertise-client-urls=${spec.clientUrl}`,
+    `--listen-peer-urls=${spec.peerUrl}`,
+    `--initial-advertise-peer-urls=${spec.peerUrl}`,
+    `--initial-cluster=${specs.map((s) => `${s.name}=${s.peerUrl}`).join(',')}`,
+    '--initial-cluster-state=new',
+    `--initial-cluster-token=${token}`,
+    '--logger=zap',
+    '--log-level=error',
+    ...extra,
+  ];
+}
+
 /** A free loopback TCP port (the OS picks it; a small race with other programs is accepted). */
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -75,36 +120,18 @@ export async function startEtcdCluster(n: number, options: EtcdOptions = {}): Pr
     await dir.remove();
   };
   try {
-    const specs = [];
-    for (let i = 0; i < n; i++) {
-      const name = `etcd${i}`;
-      specs.push({
-        name,
-        clientUrl: `http://127.0.0.1:${await freePort()}`,
-        peerUrl: `http://127.0.0.1:${await freePort()}`,
-        dataDir: `${dir.path}/${name}`,
-      });
-    }
-    const initialCluster = specs.map((s) => `${s.name}=${s.peerUrl}`).join(',');
+    const specs = await etcdMemberSpecs(n, dir.path);
     const stderr: string[] = [];
     const members: EtcdMember[] = [];
     for (const spec of specs) {
-      const args = [
-        `--name=${spec.name}`,
-        `--data-dir=${spec.dataDir}`,
-        `--listen-client-urls=${spec.clientUrl}`,
-        `--advertise-client-urls=${spec.clientUrl}`,
-        `--listen-peer-urls=${spec.peerUrl}`,
-        `--initial-advertise-peer-urls=${spec.peerUrl}`,
-        `--initial-cluster=${initialCluster}`,
-        '--initial-cluster-state=new',
-        `--initial-cluster-token=stoa-test-${process.pid}`,
-        '--logger=zap',
-        '--log-level=error',
-        ...(options.progressNotifyIntervalMs !== undefined
+      const args = etcdMemberArgs(
+        spec,
+        specs,
+        `stoa-test-${process.pid}`,
+        options.progressNotifyIntervalMs !== undefined
           ? [`--experimental-watch-progress-notify-interval=${options.progressNotifyIntervalMs}ms`]
-          : []),
-      ];
+          : [],
+      );
       const child = spawn(etcdBinary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
       children.push(child);
       child.stderr?.on('data', (chunk: Buffer) => {
