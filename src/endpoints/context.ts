@@ -7,12 +7,9 @@ import { encodeJson, encodeYaml } from '../apimachinery/codec.js';
 import { negotiateResponse, type ResponseFormat } from '../apimachinery/negotiation.js';
 import { statusOf, toApiError, type ApiError } from '../apimachinery/status.js';
 import type { RequestInfo } from './requestinfo.js';
+import type { UserInfo } from '../authn/types.js';
 
-export interface UserInfo {
-  readonly name: string;
-  readonly uid: string;
-  readonly groups: readonly string[];
-}
+export type { UserInfo } from '../authn/types.js';
 
 export interface RequestContext {
   readonly req: Http2ServerRequest;

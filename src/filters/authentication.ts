@@ -5,14 +5,11 @@
 import { readFile } from 'node:fs/promises';
 import type { TLSSocket } from 'node:tls';
 import { errors } from '../apimachinery/status.js';
-import type { RequestContext, UserInfo } from '../endpoints/context.js';
+import type { RequestContext } from '../endpoints/context.js';
+import { anonymousUser, withAuthenticatedGroup, type UserInfo } from '../authn/types.js';
 import type { Handler } from './handler.js';
 
-export const anonymousUser: UserInfo = {
-  name: 'system:anonymous',
-  uid: '',
-  groups: ['system:unauthenticated'],
-};
+export { anonymousUser };
 
 /** Parses the token file: CSV `token,user,uid[,"group1,group2"]`; blank lines and `#` comments are skipped. */
 export function parseTokenFile(text: string): Map<string, UserInfo> {
@@ -34,19 +31,13 @@ export function parseTokenFile(text: string): Map<string, UserInfo> {
       .flatMap((g) => g.split(','))
       .map((g) => g.trim())
       .filter((g) => g !== '');
-    tokens.set(token, { name, uid, groups });
+    tokens.set(token, { name, uid, groups, extra: {} });
   });
   return tokens;
 }
 
 export async function loadTokenFile(path: string | undefined): Promise<Map<string, UserInfo>> {
   return path === undefined ? new Map() : parseTokenFile(await readFile(path, 'utf8'));
-}
-
-function withAuthenticated(user: UserInfo): UserInfo {
-  return user.groups.includes('system:authenticated')
-    ? user
-    : { ...user, groups: [...user.groups, 'system:authenticated'] };
 }
 
 /** One TLS connection carries one client certificate: its user is computed once per connection. */
@@ -72,7 +63,7 @@ function certificateUser(socket: TLSSocket): UserInfo | undefined {
   if (typeof cn !== 'string' || cn === '') return undefined;
   const o = subject?.O;
   const groups = o === undefined ? [] : Array.isArray(o) ? o : [o];
-  return withAuthenticated({ name: cn, uid: '', groups });
+  return withAuthenticatedGroup({ name: cn, uid: '', groups, extra: {} });
 }
 
 export function withAuthentication(next: Handler, tokens: ReadonlyMap<string, UserInfo>): Handler {
@@ -81,7 +72,7 @@ export function withAuthentication(next: Handler, tokens: ReadonlyMap<string, Us
     if (typeof header === 'string' && /^bearer\s/i.test(header)) {
       const user = tokens.get(header.slice(7).trim());
       if (user === undefined) throw errors.unauthorized();
-      ctx.user = withAuthenticated(user);
+      ctx.user = withAuthenticatedGroup(user);
     } else {
       ctx.user = fromCertificate(ctx) ?? anonymousUser;
     }

@@ -4,7 +4,8 @@
 import type { Logger } from 'pino';
 import { respondError, type RequestContext } from '../endpoints/context.js';
 import type { Metrics } from '../server/metrics.js';
-import type { UserInfo } from '../endpoints/context.js';
+import type { UserInfo } from '../authn/types.js';
+import type { Authorizer } from '../authz/types.js';
 import { withAuthentication } from './authentication.js';
 import { withAuthorization } from './authorization.js';
 import type { Handler } from './handler.js';
@@ -14,6 +15,7 @@ export interface ChainDeps {
   readonly logger: Logger;
   readonly metrics: Metrics;
   readonly tokens: ReadonlyMap<string, UserInfo>;
+  readonly authorizer: Authorizer;
   readonly maxRequestsInflight: number;
   readonly maxMutatingRequestsInflight: number;
 }
@@ -63,7 +65,7 @@ function withLogAndMetrics(next: Handler, deps: ChainDeps): Handler {
 
 export function buildChain(app: Handler, deps: ChainDeps): Handler {
   let handler = app;
-  handler = withAuthorization(handler);
+  handler = withAuthorization(handler, deps.authorizer);
   handler = withInflightLimit(handler, deps.maxRequestsInflight, deps.maxMutatingRequestsInflight, {
     set: (kind, value) => deps.metrics.inflight.set({ request_kind: kind }, value),
   });

@@ -20,6 +20,7 @@ import { router } from '../endpoints/router.js';
 import { requestInfo } from '../endpoints/requestinfo.js';
 import type { RequestContext } from '../endpoints/context.js';
 import { buildChain } from '../filters/chain.js';
+import { standInAuthorizer } from '../filters/authorization.js';
 import { loadTokenFile } from '../filters/authentication.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { Controllers } from '../controllers/index.js';
@@ -152,6 +153,7 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
     logger,
     metrics,
     tokens,
+    authorizer: standInAuthorizer,
     maxRequestsInflight: options.maxRequestsInflight,
     maxMutatingRequestsInflight: options.maxMutatingRequestsInflight,
   });

@@ -1,0 +1,36 @@
+// What a request asks to do (kube-apiserver's authorizer.Attributes) and the authorizer interface every mode
+// (AlwaysAllow, AlwaysDeny, ABAC, RBAC, Node, Webhook) implements. The chain asks each in order; the first
+// allow or deny decides; no opinion from all is a 403.
+
+import type { UserInfo } from '../authn/types.js';
+
+export interface Attributes {
+  readonly user: UserInfo;
+  /** get, list, watch, create, update, patch, delete, deletecollection, impersonate, bind, escalate, ...;
+   * for non-resource requests the lower-case HTTP method. */
+  readonly verb: string;
+  readonly isResourceRequest: boolean;
+  /** Non-resource requests: the URL path. */
+  readonly path: string;
+  readonly apiGroup: string;
+  readonly apiVersion: string;
+  readonly resource: string;
+  readonly subresource: string;
+  readonly namespace: string;
+  readonly name: string;
+  /** Selector attributes (gate AuthorizeWithSelectors): the raw selectors of a list/watch/deletecollection. */
+  readonly fieldSelector?: string;
+  readonly labelSelector?: string;
+}
+
+export type Decision = 'allow' | 'deny' | 'noOpinion';
+
+export interface AuthorizationResult {
+  readonly decision: Decision;
+  /** Why (appended to the 403 message as kube-apiserver does when non-empty). */
+  readonly reason: string;
+}
+
+export interface Authorizer {
+  authorize(attributes: Attributes): Promise<AuthorizationResult>;
+}
