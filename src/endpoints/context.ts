@@ -7,9 +7,9 @@ import { encodeJson, encodeYaml } from '../apimachinery/codec.js';
 import { negotiateResponse, type ResponseFormat } from '../apimachinery/negotiation.js';
 import { statusOf, toApiError, type ApiError } from '../apimachinery/status.js';
 import type { RequestInfo } from './requestinfo.js';
-import type { UserInfo } from '../authn/types.js';
+import type { UserInfo } from '../auth/user.js';
 
-export type { UserInfo } from '../authn/types.js';
+export type { UserInfo } from '../auth/user.js';
 
 export interface RequestContext {
   readonly req: Http2ServerRequest;

@@ -6,7 +6,7 @@ import { readFile } from 'node:fs/promises';
 import type { TLSSocket } from 'node:tls';
 import { errors } from '../apimachinery/status.js';
 import type { RequestContext } from '../endpoints/context.js';
-import { anonymousUser, withAuthenticatedGroup, type UserInfo } from '../authn/types.js';
+import { anonymousUser, withAuthenticatedGroup, type UserInfo } from '../auth/user.js';
 import type { Handler } from './handler.js';
 
 export { anonymousUser };

@@ -3,8 +3,8 @@
 // Until the authorization modes land, the stand-in authorizer allows system:masters and the public paths only.
 
 import { errors } from '../apimachinery/status.js';
-import { anonymousUser, type UserInfo } from '../authn/types.js';
-import type { Attributes, Authorizer } from '../authz/types.js';
+import { anonymousUser, type UserInfo } from '../auth/user.js';
+import type { Attributes, Authorizer } from '../auth/authorizer.js';
 import type { RequestContext } from '../endpoints/context.js';
 import type { Handler } from './handler.js';
 

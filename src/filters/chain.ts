@@ -4,8 +4,8 @@
 import type { Logger } from 'pino';
 import { respondError, type RequestContext } from '../endpoints/context.js';
 import type { Metrics } from '../server/metrics.js';
-import type { UserInfo } from '../authn/types.js';
-import type { Authorizer } from '../authz/types.js';
+import type { UserInfo } from '../auth/user.js';
+import type { Authorizer } from '../auth/authorizer.js';
 import { withAuthentication } from './authentication.js';
 import { withAuthorization } from './authorization.js';
 import type { Handler } from './handler.js';

@@ -2,7 +2,7 @@
 // (AlwaysAllow, AlwaysDeny, ABAC, RBAC, Node, Webhook) implements. The chain asks each in order; the first
 // allow or deny decides; no opinion from all is a 403.
 
-import type { UserInfo } from '../authn/types.js';
+import type { UserInfo } from './user.js';
 
 export interface Attributes {
   readonly user: UserInfo;
