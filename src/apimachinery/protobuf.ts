@@ -261,8 +261,9 @@ function messageFromWire(reg: Registry, def: MessageDef, wire: Json): Json {
     } else {
       const v = valueFromWire(reg, field, value);
       if (v === undefined) continue;
-      // Go writes every non-pointer field, zero or not: a zero there means "unset". A pointer's zero is a value.
-      if (!field.pointer && isZero(v)) continue;
+      // Go writes every non-pointer field, zero or not: a zero there means "unset". A pointer's zero is a value,
+      // and a scalar without omitempty is always in Go's JSON.
+      if (!field.keepZero && isZero(v)) continue;
       if (field.inline && isPlainObject(v)) Object.assign(out, v);
       else out[field.name] = v;
     }

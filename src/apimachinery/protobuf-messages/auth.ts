@@ -46,7 +46,7 @@ export const authorizationPackages: readonly PackageText[] = [
         resourceAttributes:ResourceAttributes? 1; nonResourceAttributes:NonResourceAttributes? 2; user 3;
         groups:[string] 4; extra:<ExtraValue> 5; uid 6
       }
-      SubjectAccessReviewStatus { allowed:bool 1; denied:bool 4; reason 2; evaluationError 3 }
+      SubjectAccessReviewStatus { allowed:bool! 1; denied:bool 4; reason 2; evaluationError 3 }
       SelfSubjectAccessReviewSpec {
         resourceAttributes:ResourceAttributes? 1; nonResourceAttributes:NonResourceAttributes? 2
       }
@@ -63,7 +63,7 @@ export const authorizationPackages: readonly PackageText[] = [
       ResourceRule { verbs:[string] 1; apiGroups:[string] 2; resources:[string] 3; resourceNames:[string] 4 }
       NonResourceRule { verbs:[string] 1; nonResourceURLs:[string] 2 }
       SubjectRulesReviewStatus {
-        resourceRules:[ResourceRule] 1; nonResourceRules:[NonResourceRule] 2; incomplete:bool 3; evaluationError 4
+        resourceRules:[ResourceRule] 1; nonResourceRules:[NonResourceRule] 2; incomplete:bool! 3; evaluationError 4
       }
       kind SelfSubjectRulesReview {
         metadata:ObjectMeta 1; spec:SelfSubjectRulesReviewSpec 2; status:SubjectRulesReviewStatus 3

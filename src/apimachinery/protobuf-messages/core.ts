@@ -43,7 +43,7 @@ export const corePackages: readonly PackageText[] = [
         loadBalancerClass? 21; internalTrafficPolicy? 22; trafficDistribution? 23
       }
       ServicePort {
-        name 1; protocol 2; appProtocol? 6; port:int32 3; targetPort:IntOrString 4; nodePort:int32 5
+        name 1; protocol 2; appProtocol? 6; port:int32! 3; targetPort:IntOrString 4; nodePort:int32 5
       }
       SessionAffinityConfig { clientIP:ClientIPConfig? 1 }
       ClientIPConfig { timeoutSeconds:int32? 1 }
@@ -184,7 +184,7 @@ export const corePackages: readonly PackageText[] = [
         terminationMessagePolicy 20; imagePullPolicy 14; securityContext:SecurityContext? 15; stdin:bool 16;
         stdinOnce:bool 17; tty:bool 18
       }
-      ContainerPort { name 1; hostPort:int32 2; containerPort:int32 3; protocol 4; hostIP 5 }
+      ContainerPort { name 1; hostPort:int32 2; containerPort:int32! 3; protocol 4; hostIP 5 }
       ContainerResizePolicy { resourceName 1; restartPolicy 2 }
       EnvFromSource { prefix 1; configMapRef:ConfigMapEnvSource? 2; secretRef:SecretEnvSource? 3 }
       ConfigMapEnvSource { ...localObjectReference:LocalObjectReference 1; optional:bool? 2 }
@@ -290,8 +290,8 @@ export const corePackages: readonly PackageText[] = [
       PodIP { ip 1 }
       HostIP { ip 1 }
       ContainerStatus {
-        name 1; state:ContainerState 2; lastState:ContainerState 3; ready:bool 4; restartCount:int32 5;
-        image 6; imageID 7; containerID 8; started:bool? 9
+        name! 1; state:ContainerState 2; lastState:ContainerState 3; ready:bool! 4; restartCount:int32! 5;
+        image! 6; imageID! 7; containerID 8; started:bool? 9
       }
       ContainerState {
         waiting:ContainerStateWaiting? 1; running:ContainerStateRunning? 2;
@@ -300,7 +300,7 @@ export const corePackages: readonly PackageText[] = [
       ContainerStateWaiting { reason 1; message 2 }
       ContainerStateRunning { startedAt:Time 1 }
       ContainerStateTerminated {
-        exitCode:int32 1; signal:int32 2; reason 3; message 4; startedAt:Time 5; finishedAt:Time 6;
+        exitCode:int32! 1; signal:int32 2; reason 3; message 4; startedAt:Time 5; finishedAt:Time 6;
         containerID 7
       }
     `,

@@ -40,7 +40,7 @@ export const otherPackages: readonly PackageText[] = [
     text: `
       kind Scale { metadata:ObjectMeta 1; spec:ScaleSpec 2; status:ScaleStatus 3 }
       ScaleSpec { replicas:int32? 1 }
-      ScaleStatus { replicas:int32 1; selector 2 }
+      ScaleStatus { replicas:int32! 1; selector 2 }
     `,
   },
   {

@@ -9,6 +9,7 @@
 //   - `[T]` is a repeated field, `<T>` a map with string keys;
 //   - a trailing `?` marks a Go pointer field: its zero value (0, false, "", {}) is meaningful and kept on decode,
 //     whereas a zero non-pointer field is dropped (Go always writes non-pointer fields, even when empty);
+//   - a trailing `!` marks a scalar Go's JSON always writes (no omitempty): its zero is kept as well;
 //   - a leading `...` marks an embedded Go struct: a message field on the wire whose fields are inlined in JSON.
 // Field numbers are the wire numbers of Kubernetes' generated.proto files.
 
@@ -23,6 +24,8 @@ export interface FieldDef {
   readonly repeated: boolean;
   readonly map: boolean;
   readonly pointer: boolean;
+  /** Keep a zero value on decode: a pointer field, or a scalar without omitempty. */
+  readonly keepZero: boolean;
   readonly inline: boolean;
 }
 
@@ -51,17 +54,27 @@ interface RawField {
   repeated: boolean;
   map: boolean;
   pointer: boolean;
+  keepZero: boolean;
   inline: boolean;
 }
 
 function parseField(text: string, where: string): RawField {
-  const m = /^(\.\.\.)?([A-Za-z_][A-Za-z0-9_]*)(?::(\[[\w.]+\]|<[\w.]+>|[\w.]+))?(\?)?\s+(\d+)$/.exec(text);
+  const m = /^(\.\.\.)?([A-Za-z_][A-Za-z0-9_]*)(?::(\[[\w.]+\]|<[\w.]+>|[\w.]+))?([?!])?\s+(\d+)$/.exec(text);
   if (m === null) throw new Error(`protobuf schema: bad field "${text}" in ${where}`);
   const [, inline, name = '', typeText = 'string', pointer, id = '0'] = m;
   const repeated = typeText.startsWith('[');
   const map = typeText.startsWith('<');
   const type = repeated || map ? typeText.slice(1, -1) : typeText;
-  return { name, id: Number(id), type, repeated, map, pointer: pointer === '?', inline: inline === '...' };
+  return {
+    name,
+    id: Number(id),
+    type,
+    repeated,
+    map,
+    pointer: pointer === '?',
+    keepZero: pointer !== undefined,
+    inline: inline === '...',
+  };
 }
 
 /** Parses packages and resolves every message reference; an unknown type is a programmer error and throws. */
