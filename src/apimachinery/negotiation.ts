@@ -96,11 +96,28 @@ export function negotiateResponse(accept: string | undefined, options: Negotiati
     if (serialization === undefined) continue;
     const as = range.params.get('as');
     if (serialization === 'protobuf') {
-      // Only the objects themselves: Table and the metadata views stay JSON (as kube-apiserver's).
-      if (as !== undefined || options.protobuf?.available !== true) continue;
-      if (range.params.get('stream') === 'watch')
-        return { serialization, as: 'object', contentType: `${protobufType};stream=watch` };
-      return { serialization, as: 'object', contentType: protobufType ?? '' };
+      const mediaType = protobufType ?? '';
+      if (as === undefined) {
+        if (options.protobuf?.available !== true) continue;
+        if (range.params.get('stream') === 'watch')
+          return { serialization, as: 'object', contentType: `${mediaType};stream=watch` };
+        return { serialization, as: 'object', contentType: mediaType };
+      }
+      // The metadata views have meta/v1 messages (client-go's metadata informers ask for them); Table stays JSON.
+      const group = range.params.get('g');
+      if (
+        (as === 'PartialObjectMetadata' || as === 'PartialObjectMetadataList') &&
+        options.tableAllowed &&
+        group === options.metaGroup &&
+        range.params.get('v') === 'v1'
+      ) {
+        return {
+          serialization,
+          as: 'PartialObjectMetadata',
+          contentType: `${mediaType};as=${as};g=${group};v=v1`,
+        };
+      }
+      continue;
     }
     const contentType = serialization === 'json' ? 'application/json' : 'application/yaml';
     if (as === undefined) return { serialization, as: 'object', contentType };

@@ -47,7 +47,7 @@ function decodeBody(type: BodyType, text: string): Decoded {
 }
 
 /** The kind a body must hold: its group, version and kind (for protobuf, the message to decode). */
-interface BodyKind {
+export interface BodyKind {
   readonly group: string;
   readonly version: string;
   readonly kind: string;
@@ -81,10 +81,11 @@ function decodeProtobufBody(groupDomain: string, body: Buffer, expected: BodyKin
 }
 
 /**
- * Reads a request body of one of the `allowed` types, or protobuf when `expected` has a protobuf message. An
- * empty body decodes to undefined when `emptyAllowed` (DELETE without options).
+ * Reads a request body of one of the `allowed` types, or protobuf when `expected` has a protobuf message (kubectl
+ * sends typed objects as protobuf). An empty body decodes to undefined when `emptyAllowed` (DELETE without
+ * options). Handlers of virtual kinds (access reviews, token requests) read their bodies with it too.
  */
-async function readTypedBody(
+export async function readTypedBody(
   ctx: RequestContext,
   groupDomain: string,
   expected: BodyKind | undefined,

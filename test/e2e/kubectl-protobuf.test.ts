@@ -184,7 +184,7 @@ test('run, create deployment, create service clusterip, scale to zero, drain (Ev
   assert.notEqual((await kubectl('get', 'pod', 'onnode')).code, 0);
 });
 
-test('responses in protobuf: get, list, create, Status errors; JSON when JSON comes first; 406 for Table', async () => {
+test('responses in protobuf: get, list, create, Status errors, metadata view; JSON when JSON comes first; 406 for Table', async () => {
   const accept = { accept: `${protobufType}, application/json` };
   const got = await raw('GET', '/api/v1/namespaces/default', accept);
   assert.equal(got.status, 200);
@@ -236,6 +236,16 @@ test('responses in protobuf: get, list, create, Status errors; JSON when JSON co
   });
   assert.equal(json.contentType, 'application/json');
   assert.equal(JSON.parse(json.body.toString()).metadata.name, 'default');
+
+  // The metadata view (client-go's metadata informers) in protobuf.
+  const partial = await raw('GET', '/api/v1/namespaces', {
+    accept: `${protobufType};as=PartialObjectMetadataList;g=meta.k8s.io;v=v1, application/json`,
+  });
+  assert.equal(partial.status, 200);
+  assert.match(partial.contentType, /^application\/vnd\.kubernetes\.protobuf;as=PartialObjectMetadataList/);
+  const metadataList = decoded(partial, 'PartialObjectMetadataList', 'meta.k8s.io');
+  assert.equal(metadataList.kind, 'PartialObjectMetadataList');
+  assert.ok(metadataList.items.some((i: any) => i.metadata.name === 'default'));
 
   const table = await raw('GET', '/api/v1/namespaces/default', {
     accept: `${protobufType};as=Table;v=v1;g=meta.k8s.io`,
