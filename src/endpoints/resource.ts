@@ -27,6 +27,8 @@ type ResourceInfo = Extract<RequestInfo, { isResourceRequest: true }>;
 export interface ResourceDeps {
   readonly watchHooks: WatchHooks;
   readonly groupDomain: string;
+  /** Periodic watch bookmarks this often (hidden flag --watch-bookmark-interval; default in limits). */
+  readonly watchBookmarkIntervalMs?: number;
 }
 
 export async function readBody(ctx: RequestContext): Promise<Buffer> {
@@ -334,6 +336,7 @@ export async function serveResource(
             timeoutText === null || timeoutText === '' ? undefined : Math.max(0, Number(timeoutText)),
           format,
           initialEventsAnnotation: `${deps.groupDomain}/initial-events-end`,
+          bookmarkIntervalMs: deps.watchBookmarkIntervalMs ?? limits.apiWatchBookmarkIntervalMs,
         },
         deps.watchHooks,
       );

@@ -31,6 +31,8 @@ export interface ServeOptions {
   /** Store history kept before automatic compaction. */
   readonly storeRetentionMs?: number;
   readonly logLevel: string;
+  /** Hidden (for tests): periodic watch bookmark interval instead of limits.apiWatchBookmarkIntervalMs. */
+  readonly watchBookmarkIntervalMs?: number;
   /** Set when the node is a member of a replicated cluster (--initial-cluster given). */
   readonly cluster?: ClusterServeOptions;
 }
@@ -76,6 +78,12 @@ export function parseDuration(text: string, flag: string): number {
   return total;
 }
 
+function positiveDuration(text: string, flag: string): number {
+  const ms = parseDuration(text, flag);
+  if (ms <= 0) throw new FlagError(`invalid value "${text}" for flag --${flag}: must be positive`);
+  return ms;
+}
+
 function parseInteger(text: string, flag: string, min: number, max: number): number {
   const n = Number(text);
   if (!Number.isInteger(n) || n < min || n > max) {
@@ -108,6 +116,8 @@ export function parseServeFlags(argv: readonly string[]): ServeOptions | 'help' 
     'watch-cache-size',
     'storage-retention',
     'v',
+    // Hidden, not in the usage: lets a test see periodic bookmarks without waiting a minute.
+    'watch-bookmark-interval',
     ...clusterFlagNames,
   ]);
   for (let i = 0; i < argv.length; i++) {
@@ -138,6 +148,7 @@ export function parseServeFlags(argv: readonly string[]): ServeOptions | 'help' 
     return v === undefined ? {} : { [name.replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase())]: v };
   };
   const retention = get('storage-retention');
+  const bookmarkInterval = get('watch-bookmark-interval');
   const cluster = parseClusterFlags(get);
   return {
     bindAddress: get('bind-address') ?? '127.0.0.1',
@@ -169,6 +180,9 @@ export function parseServeFlags(argv: readonly string[]): ServeOptions | 'help' 
     watchCacheEventsMax: parseInteger(get('watch-cache-size') ?? '10000', 'watch-cache-size', 10, 10_000_000),
     ...(retention === undefined ? {} : { storeRetentionMs: parseDuration(retention, 'storage-retention') }),
     logLevel: get('v') ?? 'info',
+    ...(bookmarkInterval === undefined
+      ? {}
+      : { watchBookmarkIntervalMs: positiveDuration(bookmarkInterval, 'watch-bookmark-interval') }),
     ...(cluster === undefined ? {} : { cluster }),
   };
 }

@@ -143,6 +143,9 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
     version: serverVersion,
     serverAddress: () => `${options.advertiseAddress ?? options.bindAddress}:${port}`,
     groupDomain: options.groupDomain,
+    ...(options.watchBookmarkIntervalMs === undefined
+      ? {}
+      : { watchBookmarkIntervalMs: options.watchBookmarkIntervalMs }),
     admin: adminHandler(replica, engine),
     watchHooks: {
       opened: (group, resource) => metrics.watchers.inc({ verb: 'WATCH', group, resource }),
