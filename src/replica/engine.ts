@@ -67,6 +67,16 @@ import type { Logger, PeerTlsOptions } from '../transport/options.js';
 import { silentLogger } from '../transport/options.js';
 import { decodeCommand, encodeCommand, type Command } from './commands.js';
 import { encodeBackup } from './backup.js';
+import {
+  SnapshotReceiver,
+  SnapshotSender,
+  appliedFrom,
+  appliedKey,
+  installStaged,
+  isStreamMessage,
+  u64,
+  type StreamMessage,
+} from './snapshot-stream.js';
 import { clusterIdFromToken, nodeIdFromName, type Member } from './ids.js';
 
 export interface ReplicaOptions {
@@ -89,8 +99,10 @@ export interface ReplicaOptions {
   readonly heartbeatIntervalMs?: number;
   /** etcd's --election-timeout (default 1000 ms). */
   readonly electionTimeoutMs?: number;
-  /** etcd's --snapshot-count: applied entries between snapshots (default 100,000, as etcd 3.4). */
+  /** etcd's --snapshot-count: applied entries between snapshots (default 100,000, as etcd 3.4 and 3.5). */
   readonly snapshotCount?: number;
+  /** Bytes of state per chunk when a follower is sent the state (default 1 MiB). */
+  readonly snapshotChunkBytes?: number;
   /** Entries kept in the log behind a snapshot so that slow followers catch up without one (default 5,000). */
   readonly snapshotCatchUpEntries?: number;
   /** History kept by automatic compaction, proposed by the leader (default 5 minutes; <= 0 turns it off). */
@@ -124,6 +136,10 @@ export interface ReplicaStatus {
   readonly snapshotIndex: number;
   /** Snapshots received from a leader and restored since this process started. */
   readonly snapshotsRestored: number;
+  /** Chunks of state received from a leader since this process started. */
+  readonly snapshotChunksReceived: number;
+  /** Streams of this node's state to a follower completed since this process started. */
+  readonly snapshotStreamsSent: number;
   readonly revision: number;
   readonly members: readonly MemberStatus[];
 }
@@ -150,8 +166,8 @@ interface ReadRound {
   askedAtTick: number;
 }
 
-/** Keys of the replica's own records in the MVCC LevelDB (the MVCC uses keys starting with 'm'). */
-const appliedKey = Buffer.from('rA');
+/** Keys of the replica's own records in the MVCC LevelDB (the MVCC uses keys starting with 'm'): `appliedKey`
+ * (snapshot-stream.ts) and the member table. */
 const memberPrefix = Buffer.from('rM');
 const memberKey = (id: NodeId): Buffer => {
   const key = Buffer.alloc(memberPrefix.length + 4);
@@ -160,12 +176,6 @@ const memberKey = (id: NodeId): Buffer => {
   return key;
 };
 const packr = new Packr({ useRecords: false, moreTypes: false });
-
-const u64 = (n: number): Buffer => {
-  const b = Buffer.alloc(8);
-  b.writeBigUInt64BE(BigInt(n));
-  return b;
-};
 
 export class ReplicatedStore implements KVStore {
   readonly selfId: NodeId;
@@ -185,7 +195,10 @@ export class ReplicatedStore implements KVStore {
   private readonly members = new Map<NodeId, Member>();
   private role: StateType = 'follower';
   private leader: NodeId;
+  /** The index the MVCC state has applied (it may run ahead of the core after a streamed state is installed). */
   private applied: LogIndex;
+  /** The last index the core handed out as committed (or restored a snapshot at). */
+  private coreApplied: LogIndex;
   private snapshotIndex: LogIndex;
   private ticks = 0;
   private snapshotsRestored = 0;
@@ -202,6 +215,15 @@ export class ReplicatedStore implements KVStore {
 
   private running: Promise<void> | undefined;
   private rerun = false;
+
+  private readonly snapshotSender: SnapshotSender;
+  private readonly snapshotReceiver: SnapshotReceiver;
+  /** A complete state from the leader is staged: the Ready loop installs it next. */
+  private stagedReady = false;
+  /** The latest MsgSnap that arrived before its state did: stepped once the state is installed. */
+  private pendingSnap: Extract<Message, { type: 'MsgSnap' }> | undefined;
+  /** Set while a streamed state replaces the MVCC state: reads wait for it. */
+  private restoring: Promise<void> | undefined;
   private readonly tickTimer: NodeJS.Timeout;
   private readonly compactionTimer: NodeJS.Timeout | undefined;
   private readonly compactionSamples: { timeMs: number; revision: Revision }[] = [];
@@ -215,7 +237,7 @@ export class ReplicatedStore implements KVStore {
     private readonly db: Db,
     private mvcc: Mvcc,
     private readonly storage: MemoryStorage,
-    private readonly transport: PeerTransport<Message>,
+    private readonly transport: PeerTransport<Message | StreamMessage>,
     applied: LogIndex,
     snapshotIndex: LogIndex,
     members: readonly Member[],
@@ -239,6 +261,7 @@ export class ReplicatedStore implements KVStore {
     for (const member of members) this.members.set(member.id, member);
     this.hub = this.newHub();
     this.applied = applied;
+    this.coreApplied = snapshotIndex;
     this.snapshotIndex = snapshotIndex;
     this.leader = NONE;
     this.raft = new Raft({
@@ -252,8 +275,41 @@ export class ReplicatedStore implements KVStore {
       trace: (line) => this.logger.debug({ raft: line }, 'raft'),
     });
     this.syncPeers(this.raft.confState());
+    const chunkBytes = options.snapshotChunkBytes ?? 1024 * 1024;
+    this.snapshotSender = new SnapshotSender({
+      selfId: this.selfId,
+      incarnation: this.incarnation,
+      db,
+      send: (message) => this.transport.send([message]),
+      chunkBytes,
+      ackTimeoutMs: 2 * electionTimeoutMs,
+      completedRetainMs: 10 * electionTimeoutMs,
+      logger: this.logger,
+    });
+    this.snapshotReceiver = new SnapshotReceiver({
+      selfId: this.selfId,
+      dataDir: options.dataDir,
+      send: (message) => this.transport.send([message]),
+      applied: () => this.applied,
+      onStaged: () => {
+        this.stagedReady = true;
+        this.schedule();
+      },
+      logger: this.logger,
+    });
     transport.onMessage((message) => {
       if (this.closed || this.removed) return;
+      if (message.type === 'MsgSnapData' || message.type === 'MsgSnapDataResp') {
+        if (!isStreamMessage(message)) return; // malformed: the sender times out and starts over
+        if (message.type === 'MsgSnapData') this.snapshotReceiver.onChunk(message);
+        else this.snapshotSender.onResponse(message);
+        return;
+      }
+      if (message.type === 'MsgSnap' && message.data.length === 0 && message.snapshotIndex > this.applied) {
+        // Its state has not arrived yet (it is streamed beside the core): step it once installed.
+        this.pendingSnap = message;
+        return;
+      }
       this.raft.step(message);
       this.schedule();
     });
@@ -275,7 +331,7 @@ export class ReplicatedStore implements KVStore {
     const { store: log, loaded: loadedFromDisk } = await RaftLogStore.open(join(options.dataDir, 'raft'));
     const mvccDir = join(options.dataDir, 'mvcc');
     const db = new ClassicLevel<Buffer, Buffer>(mvccDir, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
-    let transport: PeerTransport<Message> | undefined;
+    let transport: PeerTransport<Message | StreamMessage> | undefined;
     try {
       await db.open();
       let loaded: LoadedLog = loadedFromDisk;
@@ -284,10 +340,19 @@ export class ReplicatedStore implements KVStore {
       } else {
         loaded = await ReplicatedStore.initialize(options, log, db, selfId, clusterId);
       }
+      // A state streamed from a leader and staged, or installed half way, when the node stopped.
+      await installStaged(db, options.dataDir, await ReplicatedStore.readApplied(db), () => undefined);
       let applied = await ReplicatedStore.readApplied(db);
       const snapshot = loaded.snapshot;
       if (snapshot !== undefined && applied < snapshot.metadata.index) {
-        // The MVCC state is behind the last snapshot (a crash while restoring one): restore it again.
+        if (snapshot.data.length === 0) {
+          throw new StorageError(
+            'Corrupt',
+            `the MVCC state in ${mvccDir} has applied index ${applied}, behind the Raft snapshot at ` +
+              `${snapshot.metadata.index} in ${log.dir}, and no staged state covers it`,
+          );
+        }
+        // A data dir from before snapshots were streamed, which crashed while restoring one: restore it again.
         await ReplicatedStore.restoreState(db, snapshot);
         applied = snapshot.metadata.index;
       }
@@ -297,7 +362,7 @@ export class ReplicatedStore implements KVStore {
       storage.append(loaded.entries);
       storage.setHardState(loaded.hardState);
       const members = await ReplicatedStore.readMembers(db);
-      transport = await PeerTransport.create<Message>({
+      transport = await PeerTransport.create<Message | StreamMessage>({
         clusterId,
         nodeId: selfId,
         tls: options.tls,
@@ -337,7 +402,10 @@ export class ReplicatedStore implements KVStore {
     const self = this;
     return new WatchHub(
       {
-        readChanges: (after, max) => this.mvcc.readChanges(after, max),
+        readChanges: async (after, max) => {
+          while (this.restoring !== undefined) await this.restoring;
+          return this.mvcc.readChanges(after, max);
+        },
         get compactRevision() {
           return self.mvcc.compactRevision;
         },
@@ -420,8 +488,7 @@ export class ReplicatedStore implements KVStore {
   }
 
   private static async readApplied(db: Db): Promise<LogIndex> {
-    const stored = await db.get(appliedKey);
-    return logIndex(stored === undefined ? 0 : Number(stored.readBigUInt64BE(0)));
+    return logIndex(appliedFrom(await db.get(appliedKey)));
   }
 
   private static async readMembers(db: Db): Promise<Member[]> {
@@ -435,7 +502,10 @@ export class ReplicatedStore implements KVStore {
     return members;
   }
 
-  /** Replaces the whole MVCC LevelDB content by a snapshot's (every key, the replica's records included). */
+  /**
+   * Replaces the whole MVCC LevelDB content by a snapshot's data (every key, the replica's records included):
+   * only for data dirs written before snapshots carried no data (see snapshot-stream.ts).
+   */
   private static async restoreState(db: Db, snapshot: { data: Uint8Array }): Promise<void> {
     const pairs = packr.unpack(snapshot.data) as [Uint8Array, Uint8Array][];
     await db.clear();
@@ -456,6 +526,7 @@ export class ReplicatedStore implements KVStore {
     this.checkServing();
     checkSpan(span);
     if (options.serializable !== true) await this.linearizableBarrier();
+    while (this.restoring !== undefined) await this.restoring;
     return this.mvcc.range(span, options);
   }
 
@@ -507,6 +578,8 @@ export class ReplicatedStore implements KVStore {
       waiter.reject(closedError);
     }
     await this.running;
+    await this.snapshotSender.close();
+    await this.snapshotReceiver.close();
     await this.transport.close();
     this.hub.close();
     await this.log.close();
@@ -538,6 +611,8 @@ export class ReplicatedStore implements KVStore {
       appliedIndex: this.applied,
       snapshotIndex: this.snapshotIndex,
       snapshotsRestored: this.snapshotsRestored,
+      snapshotChunksReceived: this.snapshotReceiver.chunksReceived,
+      snapshotStreamsSent: this.snapshotSender.streamsCompleted,
       revision: this.mvcc.revision,
       members,
     };
@@ -799,7 +874,10 @@ export class ReplicatedStore implements KVStore {
 
   private async drain(): Promise<void> {
     while (!this.closed && this.failed === undefined) {
-      if (this.raft.hasReady()) {
+      if (this.stagedReady) {
+        this.stagedReady = false;
+        await this.installStagedState();
+      } else if (this.raft.hasReady()) {
         const ready = this.raft.ready();
         await this.handleReady(ready);
         this.raft.advance();
@@ -840,7 +918,7 @@ export class ReplicatedStore implements KVStore {
       ready.snapshot === undefined &&
       (ready.hardState === undefined ||
         (ready.hardState.term === stored.term && ready.hardState.vote === stored.vote));
-    if (sendFirst && ready.messages.length > 0) this.transport.send(ready.messages);
+    if (sendFirst && ready.messages.length > 0) this.send(ready.messages);
     const persist = async (): Promise<void> => {
       if (ready.snapshot !== undefined || ready.entries.length > 0 || ready.hardState !== undefined) {
         await this.log.save({
@@ -854,7 +932,7 @@ export class ReplicatedStore implements KVStore {
         if (ready.hardState !== undefined) this.storage.setHardState(ready.hardState);
       }
       // Otherwise only now that they are durable may the messages that depend on them go out.
-      if (!sendFirst && ready.messages.length > 0) this.transport.send(ready.messages);
+      if (!sendFirst && ready.messages.length > 0) this.send(ready.messages);
     };
     // Committed entries already in this node's durable log are applied while the new entries are written (as
     // etcd applies while its WAL syncs), so a follower's watchers and a leader's clients do not wait for that
@@ -875,6 +953,16 @@ export class ReplicatedStore implements KVStore {
     }
     for (const readState of ready.readStates) this.onReadState(readState);
     await this.maybeSnapshot();
+  }
+
+  /** Sends the core's messages; a snapshot for a follower starts streaming it this node's state. */
+  private send(messages: readonly Message[]): void {
+    for (const message of messages) {
+      if (message.type === 'MsgSnap' && message.data.length === 0) {
+        this.snapshotSender.offer(message.to, message.snapshotIndex);
+      }
+    }
+    this.transport.send(messages);
   }
 
   private async applyEntries(entries: readonly Entry[]): Promise<void> {
@@ -935,6 +1023,7 @@ export class ReplicatedStore implements KVStore {
     }
     const last = entries[entries.length - 1];
     assert(last !== undefined, 'applyEntries needs entries');
+    this.coreApplied = last.index;
     if (last.index <= this.applied) {
       if (confState !== undefined) this.syncPeers(confState);
       return;
@@ -1007,32 +1096,85 @@ export class ReplicatedStore implements KVStore {
     this.failReads(error);
   }
 
+  /** The core installed a snapshot from the leader; its state was streamed and installed before. */
   private async restoreSnapshot(snapshot: Snapshot): Promise<void> {
-    await ReplicatedStore.restoreState(this.db, snapshot);
-    this.mvcc = await Mvcc.open(this.db, join(this.options.dataDir, 'mvcc'));
-    this.members.clear();
-    for (const member of await ReplicatedStore.readMembers(this.db)) this.members.set(member.id, member);
-    this.applied = snapshot.metadata.index;
-    this.snapshotIndex = snapshot.metadata.index;
-    this.snapshotsRestored++;
+    const { index } = snapshot.metadata;
+    if (snapshot.data.length > 0) {
+      // From a leader that still sends its state inside the snapshot (before snapshot-stream.ts).
+      await this.replaceState(async (beforeReplace) => {
+        beforeReplace();
+        await ReplicatedStore.restoreState(this.db, snapshot);
+        return index;
+      });
+    }
+    // The MVCC state was installed before the core was handed the snapshot, so it is at least this recent.
+    assert(this.applied >= index, `snapshot ${index} restored without its state (applied ${this.applied})`);
+    this.coreApplied = index;
+    this.snapshotIndex = index;
     this.syncPeers(snapshot.metadata.confState);
-    // Watchers cannot be told the changes the snapshot skipped one by one from here; they resume from their
-    // last revision against the restored history (which the snapshot carries).
-    this.hub.cancelAll(
+    this.logger.info({ index, applied: this.applied }, 'restored a snapshot');
+  }
+
+  /** Installs a state streamed from the leader (if still ahead), then steps the MsgSnap that waited for it. */
+  private async installStagedState(): Promise<void> {
+    await this.snapshotReceiver.exclusive(() =>
+      this.replaceState((beforeReplace) =>
+        installStaged(this.db, this.options.dataDir, this.applied, beforeReplace),
+      ),
+    );
+    const pending = this.pendingSnap;
+    if (pending !== undefined && pending.snapshotIndex <= this.applied) {
+      this.pendingSnap = undefined;
+      this.raft.step(pending);
+    }
+  }
+
+  /**
+   * Replaces the MVCC state by `replace`'s (which calls `beforeReplace` before it touches the state, and returns
+   * the new applied index, or undefined if it replaced nothing). Reads wait meanwhile; watchers are cancelled with WatchOverflow and resume from their last
+   * revision against the new history.
+   */
+  private async replaceState(
+    replace: (beforeReplace: () => void) => Promise<number | undefined>,
+  ): Promise<void> {
+    let done!: () => void;
+    const restoring = new Promise<void>((resolve) => (done = resolve));
+    const overflow = (): StorageError =>
       new StorageError(
         'WatchOverflow',
         'this node restored a snapshot from the leader; resume from the last revision',
-      ),
-    );
-    this.hub.close();
-    this.hub = this.newHub();
-    this.logger.info({ index: snapshot.metadata.index, revision: this.mvcc.revision }, 'restored a snapshot');
+      );
+    this.restoring = restoring;
+    try {
+      const installed = await replace(() => this.hub.cancelAll(overflow()));
+      if (installed === undefined) return;
+      this.mvcc = await Mvcc.open(this.db, join(this.options.dataDir, 'mvcc'));
+      this.members.clear();
+      for (const member of await ReplicatedStore.readMembers(this.db)) this.members.set(member.id, member);
+      this.applied = logIndex(installed);
+      this.snapshotsRestored++;
+      this.hub.cancelAll(overflow());
+      this.hub.close();
+      this.hub = this.newHub();
+      this.syncPeers(this.raft.confState());
+      this.logger.info(
+        { applied: installed, revision: this.mvcc.revision },
+        'installed the state from the leader',
+      );
+      this.completeReads();
+    } finally {
+      this.restoring = undefined;
+      done();
+    }
   }
 
   private async maybeSnapshot(): Promise<void> {
     if (this.applied - this.snapshotIndex < this.snapshotCount) return;
-    const data = await this.encodeState();
-    const snapshot = this.storage.createSnapshot(this.applied, this.raft.confState(), data);
+    // Only where the core and the MVCC agree (after an installed state, the core catches up first): the
+    // snapshot's membership must be the one at its index.
+    if (this.coreApplied !== this.applied) return;
+    // The snapshot carries no data: the MVCC LevelDB is the state, streamed to a follower when one needs it.
+    const snapshot = this.storage.createSnapshot(this.applied, this.raft.confState(), new Uint8Array(0));
     if (typeof snapshot === 'string') return; // out of date: a newer snapshot arrived meanwhile
     // The MVCC state the snapshot describes must outlive a crash before the log entries it replaces are gone.
     await this.db.put(appliedKey, u64(this.applied), { sync: true });
@@ -1040,7 +1182,7 @@ export class ReplicatedStore implements KVStore {
     await this.log.saveOwnSnapshot(snapshot, compactTo);
     if (compactTo > this.storage.firstIndex() - 1) this.storage.compact(compactTo);
     this.snapshotIndex = this.applied;
-    this.logger.info({ index: this.applied, bytes: data.length }, 'took a snapshot');
+    this.logger.info({ index: this.applied, compactedTo: compactTo }, 'took a snapshot');
   }
 
   /**
@@ -1059,13 +1201,6 @@ export class ReplicatedStore implements KVStore {
       pairs.push([key, value]);
     }
     return encodeBackup({ revision, takenAt: new Date().toISOString(), pairs });
-  }
-
-  /** Every key of the MVCC LevelDB (history and the replica's records), as one msgpack array of pairs. */
-  private async encodeState(): Promise<Uint8Array> {
-    const pairs: [Buffer, Buffer][] = [];
-    for await (const [key, value] of this.db.iterator()) pairs.push([key, value]);
-    return packr.pack(pairs);
   }
 
   private sampleForCompaction(retentionMs: number): void {
