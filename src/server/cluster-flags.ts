@@ -52,7 +52,7 @@ cluster flags (etcd's names; given --initial-cluster, the store is a Raft member
   --initial-advertise-peer-urls URL      this member's peer URL (default: its --initial-cluster entry)
   --heartbeat-interval MS                Raft heartbeat and tick (default 100)
   --election-timeout MS                  Raft election timeout (default 1000)
-  --snapshot-count N                     applied entries between snapshots (default 100000)
+  --snapshot-count N                     applied entries between snapshots (default 10000)
   --experimental-snapshot-catchup-entries N
                                          entries kept behind a snapshot for slow followers (default 5000)
   --experimental-snapshot-chunk-bytes N  bytes of state per chunk sent to a follower that needs a snapshot
@@ -172,7 +172,7 @@ export function parseClusterFlags(
     advertisePeerUrl,
     heartbeatIntervalMs,
     electionTimeoutMs,
-    snapshotCount: integer(get('snapshot-count') ?? '100000', 'snapshot-count', 1, 100_000_000),
+    snapshotCount: integer(get('snapshot-count') ?? '10000', 'snapshot-count', 1, 100_000_000),
     snapshotCatchUpEntries: integer(
       get('experimental-snapshot-catchup-entries') ?? '5000',
       'experimental-snapshot-catchup-entries',
