@@ -228,6 +228,8 @@ export class ReplicatedStore implements KVStore {
   private pendingSnap: Extract<Message, { type: 'MsgSnap' }> | undefined;
   /** Set while a streamed state replaces the MVCC state: reads wait for it. */
   private restoring: Promise<void> | undefined;
+  /** The MVCC write of applied entries whose results were already told: reads wait for it. */
+  private applyWrite: Promise<void> | undefined;
   private readonly tickTimer: NodeJS.Timeout;
   private readonly compactionTimer: NodeJS.Timeout | undefined;
   private readonly compactionSamples: { timeMs: number; revision: Revision }[] = [];
@@ -400,6 +402,16 @@ export class ReplicatedStore implements KVStore {
     }
   }
 
+  /**
+   * Resolves once the MVCC state holds everything already told to a client or watcher: no restore is running,
+   * and the apply write in flight when called (if any) has landed. A failed write fails the node.
+   */
+  private async settledReads(): Promise<void> {
+    while (this.restoring !== undefined) await this.restoring;
+    const write = this.applyWrite;
+    if (write !== undefined) await write.catch(() => undefined);
+  }
+
   /** The watch hub reads history from whatever MVCC state is current (it is replaced by a snapshot restore). */
   private newHub(): WatchHub {
     // eslint-disable-next-line @typescript-eslint/no-this-alias -- the getter below has its own `this`
@@ -407,7 +419,7 @@ export class ReplicatedStore implements KVStore {
     return new WatchHub(
       {
         readChanges: async (after, max) => {
-          while (this.restoring !== undefined) await this.restoring;
+          await this.settledReads();
           return this.mvcc.readChanges(after, max);
         },
         get compactRevision() {
@@ -530,7 +542,7 @@ export class ReplicatedStore implements KVStore {
     this.checkServing();
     checkSpan(span);
     if (options.serializable !== true) await this.linearizableBarrier();
-    while (this.restoring !== undefined) await this.restoring;
+    await this.settledReads();
     return this.mvcc.range(span, options);
   }
 
@@ -1034,10 +1046,13 @@ export class ReplicatedStore implements KVStore {
     }
     batch.ops.push({ type: 'put', key: appliedKey, value: u64(last.index) });
     // Not synced: the Raft log is, and a crash replays from the applied index written in this same batch.
-    await this.db.batch(batch.finish(), { sync: false });
-    this.mvcc.committed(batch);
-    this.applied = last.index;
-    this.hub.publish(changes, this.mvcc.revision);
+    const write = this.db.batch(batch.finish(), { sync: false }).then(() => this.mvcc.committed(batch));
+    this.applyWrite = write;
+    // These entries are committed (durable in a majority's Raft logs) and their results are computed, so the
+    // proposers are answered and the changes published now, while the local write runs, as etcd answers once
+    // an apply reached its backend's buffer: reads and watch catch-up wait for this write (`settledReads`), so
+    // a reader told of a write sees it. The Ready loop still waits for it before the next Ready.
+    this.hub.publish(changes, toRevision(batch.revision));
     for (const { id, outcome } of outcomes) {
       const waiter = this.waiters.get(id);
       if (waiter === undefined) continue; // proposed by another node, or already timed out
@@ -1045,6 +1060,12 @@ export class ReplicatedStore implements KVStore {
       clearTimeout(waiter.timer);
       waiter.resolve(outcome);
     }
+    try {
+      await write;
+    } finally {
+      if (this.applyWrite === write) this.applyWrite = undefined;
+    }
+    this.applied = last.index;
     for (const change of confChanges) {
       for (let i = this.confWaiters.length - 1; i >= 0; i--) {
         const pending = this.confWaiters[i];

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { StorageError, type KVStore } from '../../src/storage/contract.js';
 import type { ReplicatedStore } from '../../src/replica/engine.js';
 import { nodeIdFromName } from '../../src/replica/ids.js';
+import { revision as toRevision } from '../../src/util/brand.js';
 import { startReplicaCluster, testTuning, type ReplicaCluster } from '../support/replica.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -108,6 +109,37 @@ test('after the leader fails a new one is elected, writes resume, and nothing ac
     for (const node of cluster.nodes as ReplicatedStore[]) {
       const content = await localContent(node, '/fail/');
       for (const [key, value] of acknowledged) assert.equal(content[key], value, `${node.name} lost ${key}`);
+    }
+  });
+});
+
+test('a write is seen at once by a serializable read and a new watch on the member that acknowledged it', async () => {
+  await withCluster(3, testTuning, async (cluster) => {
+    const leader = await cluster.leader();
+    const follower = cluster.nodes.find((n) => n !== undefined && n !== leader)!;
+    // Answers go out while the applied entries' local LevelDB write is still running: reads wait for it.
+    for (const node of [leader, follower]) {
+      for (let i = 0; i < 150; i++) {
+        const key = `/ryw/${node.name}/${i % 10}`;
+        const revision = await put(node, key, `v${i}`);
+        const { kvs, header } = await node.range({ key }, { serializable: true });
+        assert.equal(Buffer.from(kvs[0]?.value ?? []).toString(), `v${i}`, `${node.name} read ${key}`);
+        assert.ok(header.revision >= revision);
+        if (i % 50 === 0) {
+          // A watch from the write's revision is given that write (catch-up reads the same state).
+          const event = await new Promise<string>((resolve, reject) => {
+            const watch = node.watch({ key }, { afterRevision: toRevision(revision - 1) }, (response) => {
+              if (response.type === 'events') resolve(Buffer.from(response.events[0]!.kv.value).toString());
+              else if (response.type === 'canceled') reject(response.error);
+            });
+            setTimeout(() => {
+              watch.close();
+              reject(new Error('no event'));
+            }, 5000).unref();
+          });
+          assert.equal(event, `v${i}`);
+        }
+      }
     }
   });
 });
