@@ -1,0 +1,218 @@
+// PATCH of an object (and of its `status` sub-resource): JSON patch, JSON merge patch, strategic merge patch and
+// server-side apply, each honouring dryRun, fieldValidation, fieldManager and a resourceVersion precondition.
+
+import { decodeJson, decodeYaml, type Decoded } from '../apimachinery/codec.js';
+import {
+  applyJsonPatch,
+  decodeJsonPatch,
+  JsonPatchError,
+  jsonPatchOperationsMax,
+} from '../apimachinery/jsonpatch.js';
+import { asApiObject, type ApiObject } from '../apimachinery/meta.js';
+import { negotiateBody, type BodyType } from '../apimachinery/negotiation.js';
+import { mergePatch, strategicMergePatch } from '../apimachinery/patch.js';
+import { pruneUnknownFields } from '../apimachinery/schema.js';
+import { errors, type FieldError } from '../apimachinery/status.js';
+import type { ResourceRegistry, Subresource } from '../registry/store.js';
+import { assert, unreachable } from '../util/assert.js';
+import { respond, warningValue, type RequestContext } from './context.js';
+
+export type FieldValidation = 'Ignore' | 'Warn' | 'Strict';
+
+export function fieldValidationOf(query: URLSearchParams): FieldValidation {
+  const value = query.get('fieldValidation') ?? 'Warn';
+  if (value === 'Ignore' || value === 'Warn' || value === 'Strict') return value;
+  if (value === '') return 'Warn';
+  throw errors.badRequest(`fieldValidation must be one of "Ignore", "Warn" or "Strict", got "${value}"`);
+}
+
+export function dryRunOf(query: URLSearchParams): boolean {
+  const values = query.getAll('dryRun');
+  for (const v of values)
+    if (v !== 'All') throw errors.badRequest(`Invalid dryRun value: "${v}": supported values: "All"`);
+  return values.length > 0;
+}
+
+/** kube-apiserver's limit on a field manager's name. */
+export const fieldManagerBytesMax = 128;
+
+/** The `fieldManager` parameter's rules (length, printable characters), as kube-apiserver checks them. */
+export function fieldManagerErrors(manager: string): FieldError[] {
+  const out: FieldError[] = [];
+  if (Buffer.byteLength(manager) > fieldManagerBytesMax) {
+    out.push({
+      type: 'FieldValueTooLong',
+      field: 'fieldManager',
+      detail: `may not be more than ${fieldManagerBytesMax} bytes`,
+    });
+  }
+  let position = 0;
+  for (const ch of manager) {
+    if (!/^[\p{L}\p{M}\p{N}\p{P}\p{S} ]$/u.test(ch)) {
+      const code = ch.codePointAt(0) ?? 0;
+      out.push({
+        type: 'FieldValueInvalid',
+        field: 'fieldManager',
+        value: manager,
+        detail: `invalid character U+${code.toString(16).toUpperCase().padStart(4, '0')} (at position ${position})`,
+      });
+    }
+    position += Buffer.byteLength(ch);
+  }
+  return out;
+}
+
+/**
+ * The manager of a write: the `fieldManager` parameter, else the User-Agent up to its first `/`, printable
+ * characters only, cut at 128 bytes (as kube-apiserver derives it).
+ */
+export function managerOf(ctx: RequestContext): string {
+  const given = ctx.query.get('fieldManager') ?? '';
+  if (given !== '') return given;
+  const agent = ctx.req.headers['user-agent'] ?? '';
+  let out = '';
+  for (const ch of agent.split('/')[0] ?? '') {
+    if (!/^[\p{L}\p{M}\p{N}\p{P}\p{S} ]$/u.test(ch)) continue;
+    if (Buffer.byteLength(out + ch) > fieldManagerBytesMax) break;
+    out += ch;
+  }
+  return out;
+}
+
+/** CreateOptions / UpdateOptions / PatchOptions checks: 422 naming the options kind, as kube-apiserver. */
+export function validateWriteOptions(
+  ctx: RequestContext,
+  optionsKind: 'CreateOptions' | 'UpdateOptions' | 'PatchOptions',
+  apply: boolean,
+): void {
+  const causes: FieldError[] = [];
+  const manager = ctx.query.get('fieldManager') ?? '';
+  if (optionsKind === 'PatchOptions') {
+    if (!apply && ctx.query.has('force')) {
+      causes.push({
+        type: 'FieldValueForbidden',
+        field: 'force',
+        detail: 'may not be specified for non-apply patch',
+      });
+    }
+    if (apply && manager === '') {
+      causes.push({
+        type: 'FieldValueRequired',
+        field: 'fieldManager',
+        detail: 'is required for apply patch',
+      });
+    }
+  }
+  causes.push(...fieldManagerErrors(manager));
+  if (causes.length > 0) throw errors.invalid(ctx.metaGroup, optionsKind, '', causes);
+}
+
+export function decodeBody(type: BodyType, text: string): Decoded {
+  return type === 'yaml' || type === 'apply-patch' ? decodeYaml(text) : decodeJson(text);
+}
+
+/** Unknown and duplicate fields: dropped, warned about (one Warning each) or rejected with all of them listed. */
+export function checkFields(
+  ctx: RequestContext,
+  registry: ResourceRegistry,
+  value: unknown,
+  duplicateFields: readonly string[],
+  pruneUnknown: boolean,
+): void {
+  const mode = fieldValidationOf(ctx.query);
+  const unknown = pruneUnknown ? pruneUnknownFields(registry.decl.schema, value) : [];
+  const problems = [
+    ...unknown.map((f) => `unknown field "${f}"`),
+    ...duplicateFields.map((f) => `duplicate field "${f}"`),
+  ];
+  if (problems.length === 0 || mode === 'Ignore') return;
+  if (mode === 'Strict') throw errors.badRequest(`strict decoding error: ${problems.join(', ')}`);
+  for (const p of problems) ctx.warnings.push(warningValue(p));
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** The patch types a kind takes: strategic merge patch only where the kind declares its strategies. */
+export function patchTypesOf(registry: ResourceRegistry): BodyType[] {
+  return registry.decl.strategicMergePatch === false
+    ? ['json-patch', 'merge-patch', 'apply-patch']
+    : ['json-patch', 'merge-patch', 'strategic-merge-patch', 'apply-patch'];
+}
+
+/** Applies one non-apply patch document to the current object. */
+function patchObject(
+  type: 'json-patch' | 'merge-patch' | 'strategic-merge-patch',
+  current: ApiObject,
+  patch: unknown,
+  registry: ResourceRegistry,
+): unknown {
+  switch (type) {
+    case 'json-patch':
+      try {
+        return applyJsonPatch(current, decodeJsonPatch(patch));
+      } catch (error) {
+        if (error instanceof JsonPatchError) {
+          throw error.decoding ? errors.badRequest(error.message) : errors.patchNotApplicable(error.message);
+        }
+        throw error;
+      }
+    case 'merge-patch':
+      return mergePatch(current, patch);
+    case 'strategic-merge-patch':
+      return strategicMergePatch(current, patch, registry.decl.schema);
+    default:
+      return unreachable(type);
+  }
+}
+
+export async function servePatch(
+  ctx: RequestContext,
+  registry: ResourceRegistry,
+  namespace: string,
+  name: string,
+  subresource: Subresource,
+  body: Buffer,
+): Promise<void> {
+  const type = negotiateBody(ctx.req.headers['content-type'], patchTypesOf(registry));
+  assert(type !== 'json' && type !== 'yaml', 'patch body types only');
+  validateWriteOptions(ctx, 'PatchOptions', type === 'apply-patch');
+  const dryRun = dryRunOf(ctx.query);
+  const decoded = decodeBody(type === 'apply-patch' ? 'apply-patch' : 'json', body.toString('utf8'));
+  if (type === 'apply-patch') {
+    throw errors.unsupportedMediaType('application/apply-patch+yaml', []);
+  }
+  const patch = decoded.value;
+  if (type === 'json-patch') {
+    if (!Array.isArray(patch)) {
+      throw errors.badRequest('json: cannot unmarshal object into Go value of type jsonpatch.Patch');
+    }
+    if (patch.length > jsonPatchOperationsMax) {
+      throw errors.entityTooLarge(
+        `The allowed maximum operations in a JSON patch is ${jsonPatchOperationsMax}, got ${patch.length}`,
+      );
+    }
+  } else if (!isRecord(patch)) {
+    throw errors.badRequest('the patch must be a JSON object');
+  }
+  // Duplicate fields of the patch document itself are reported as in a body.
+  checkFields(ctx, registry, patch, decoded.duplicateFields, false);
+  const object = await registry.patch(
+    namespace,
+    name,
+    (current) => {
+      const patched = asApiObject(patchObject(type, current, patch, registry));
+      if (patched === undefined) throw errors.badRequest('the patched object is not an object');
+      // A resourceVersion the patch sets (or keeps from an earlier read) is a precondition.
+      const version = patched.metadata.resourceVersion;
+      if (typeof version === 'string' && version !== '' && version !== current.metadata.resourceVersion)
+        throw errors.staleUpdate(registry.gr, name);
+      // Unknown fields the patch introduced are reported like a body's.
+      checkFields(ctx, registry, patched, [], true);
+      return patched;
+    },
+    { dryRun, subresource },
+  );
+  respond(ctx, 200, object);
+}
