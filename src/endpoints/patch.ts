@@ -8,9 +8,10 @@ import {
   JsonPatchError,
   jsonPatchOperationsMax,
 } from '../apimachinery/jsonpatch.js';
+import type { KindDeclaration } from '../apimachinery/kind.js';
 import { asApiObject, type ApiObject } from '../apimachinery/meta.js';
 import { negotiateBody, type BodyType } from '../apimachinery/negotiation.js';
-import { mergePatch, strategicMergePatch } from '../apimachinery/patch.js';
+import { mergePatch, PatchFormatError, strategicMergePatch } from '../apimachinery/patch.js';
 import { pruneUnknownFields } from '../apimachinery/schema.js';
 import { errors, type FieldError } from '../apimachinery/status.js';
 import type { ResourceRegistry, Subresource } from '../registry/store.js';
@@ -135,8 +136,8 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 }
 
 /** The patch types a kind takes: strategic merge patch only where the kind declares its strategies. */
-export function patchTypesOf(registry: ResourceRegistry): BodyType[] {
-  return registry.decl.strategicMergePatch === false
+export function patchTypesOf(decl: KindDeclaration): BodyType[] {
+  return decl.strategicMergePatch === false
     ? ['json-patch', 'merge-patch', 'apply-patch']
     : ['json-patch', 'merge-patch', 'strategic-merge-patch', 'apply-patch'];
 }
@@ -161,7 +162,12 @@ function patchObject(
     case 'merge-patch':
       return mergePatch(current, patch);
     case 'strategic-merge-patch':
-      return strategicMergePatch(current, patch, registry.decl.schema);
+      try {
+        return strategicMergePatch(current, patch, registry.decl.schema);
+      } catch (error) {
+        if (error instanceof PatchFormatError) throw errors.badRequest(error.message);
+        throw error;
+      }
     default:
       return unreachable(type);
   }
@@ -175,7 +181,7 @@ export async function servePatch(
   subresource: Subresource,
   body: Buffer,
 ): Promise<void> {
-  const type = negotiateBody(ctx.req.headers['content-type'], patchTypesOf(registry));
+  const type = negotiateBody(ctx.req.headers['content-type'], patchTypesOf(registry.decl));
   assert(type !== 'json' && type !== 'yaml', 'patch body types only');
   validateWriteOptions(ctx, 'PatchOptions', type === 'apply-patch');
   const dryRun = dryRunOf(ctx.query);

@@ -121,3 +121,59 @@ test('patches honour dryRun, fieldValidation and a resourceVersion precondition'
   const unsupported = await patch(`${cmPath}/opts`, 'application/x-nope', {});
   assert.equal(unsupported.status, 415);
 });
+
+const deployPath = '/apis/apps/v1/namespaces/default/deployments';
+
+function deployment(name: string, containers: unknown[], extra: Record<string, unknown> = {}): unknown {
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name, ...extra },
+    spec: {
+      selector: { matchLabels: { app: name } },
+      template: { metadata: { labels: { app: name } }, spec: { containers } },
+    },
+  };
+}
+
+test('strategic merge patch merges containers by name and ports by containerPort', async () => {
+  const created = await server.request('POST', deployPath, {
+    body: deployment(
+      'smp',
+      [
+        { name: 'app', image: 'app:1', ports: [{ containerPort: 80 }] },
+        { name: 'side', image: 'side:1' },
+      ],
+      { finalizers: ['a.io/x'] },
+    ),
+  });
+  assert.equal(created.status, 201, created.text);
+  const r = await patch(`${deployPath}/smp`, 'application/strategic-merge-patch+json', {
+    metadata: { finalizers: ['b.io/y'] },
+    spec: {
+      template: { spec: { containers: [{ name: 'app', image: 'app:2', ports: [{ containerPort: 8080 }] }] } },
+    },
+  });
+  assert.equal(r.status, 200, r.text);
+  assert.deepEqual(r.body.metadata.finalizers, ['a.io/x', 'b.io/y']);
+  assert.deepEqual(
+    r.body.spec.template.spec.containers.map((c: any) => [
+      c.name,
+      c.image,
+      c.ports?.map((p: any) => p.containerPort),
+    ]),
+    [
+      ['app', 'app:2', [80, 8080]],
+      ['side', 'side:1', undefined],
+    ],
+  );
+  const bad = await patch(`${deployPath}/smp`, 'application/strategic-merge-patch+json', {
+    spec: { $patch: 'explode' },
+  });
+  assert.equal(bad.status, 400);
+  assert.equal(bad.body.message, 'Unknown patch type: explode');
+  const cleared = await patch(`${deployPath}/smp`, 'application/json-patch+json', [
+    { op: 'remove', path: '/metadata/finalizers' },
+  ]);
+  assert.equal(cleared.status, 200, cleared.text);
+});
