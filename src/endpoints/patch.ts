@@ -14,7 +14,7 @@ import { negotiateBody, type BodyType } from '../apimachinery/negotiation.js';
 import { mergePatch, PatchFormatError, strategicMergePatch } from '../apimachinery/patch.js';
 import { pruneUnknownFields } from '../apimachinery/schema.js';
 import { errors, type FieldError } from '../apimachinery/status.js';
-import type { ResourceRegistry, Subresource } from '../registry/store.js';
+import type { ResourceRegistry, Subresource, TrackFields } from '../registry/store.js';
 import { assert, unreachable } from '../util/assert.js';
 import { respond, warningValue, type RequestContext } from './context.js';
 
@@ -187,7 +187,8 @@ export async function servePatch(
   const dryRun = dryRunOf(ctx.query);
   const decoded = decodeBody(type === 'apply-patch' ? 'apply-patch' : 'json', body.toString('utf8'));
   if (type === 'apply-patch') {
-    throw errors.unsupportedMediaType('application/apply-patch+yaml', []);
+    await serveApply(ctx, registry, namespace, name, subresource, decoded, dryRun);
+    return;
   }
   const patch = decoded.value;
   if (type === 'json-patch') {
@@ -218,7 +219,107 @@ export async function servePatch(
       checkFields(ctx, registry, patched, [], true);
       return patched;
     },
-    { dryRun, subresource },
+    { dryRun, subresource, trackFields: updateTracker(ctx, registry, subresource) },
   );
   respond(ctx, 200, object);
+}
+
+/** Field management of an Update (create, PUT, non-apply patch) by the request's manager. */
+export function updateTracker(
+  ctx: RequestContext,
+  registry: ResourceRegistry,
+  subresource: string,
+): TrackFields {
+  const manager = managerOf(ctx);
+  return (live, next, nowMs) => registry.fields.update(live, next, manager, subresource, nowMs);
+}
+
+function flag(query: URLSearchParams, name: string): boolean {
+  const v = query.get(name);
+  return v !== null && v !== 'false' && v !== '0';
+}
+
+/** The configuration of an apply: an object of this kind, without managedFields, named as the URL names it. */
+function applyConfiguration(registry: ResourceRegistry, value: unknown, name: string): ApiObject {
+  const config = asApiObject(value);
+  if (config === undefined) throw errors.badRequest('error decoding YAML: the apply patch must be an object');
+  const version = typeof config.apiVersion === 'string' ? config.apiVersion : '';
+  if (version !== registry.apiVersion) {
+    throw errors.badRequest(
+      `Incorrect version specified in apply patch. Specified patch version: ${version}, expected: ${registry.apiVersion}`,
+    );
+  }
+  if (typeof config.kind !== 'string' || config.kind === '')
+    throw errors.badRequest(`Object 'Kind' is missing in '${JSON.stringify(value)}'`);
+  if (config.kind !== registry.decl.kind) {
+    throw errors.badRequest(
+      `the kind in the data (${config.kind}) does not match the expected kind (${registry.decl.kind})`,
+    );
+  }
+  if (config.metadata.managedFields !== undefined)
+    throw errors.badRequest('metadata.managedFields must be nil');
+  const given = config.metadata.name;
+  if (given !== undefined && given !== name) {
+    throw errors.badRequest(
+      `the name of the object (${String(given)}) does not match the name on the URL (${name})`,
+    );
+  }
+  config.metadata.name = name;
+  return config;
+}
+
+/**
+ * Server-side apply: creates the object when it is missing (the applier owns its configuration), or merges the
+ * configuration into it with the ownership rules of spec 3.3 (409 on conflicts unless `force`).
+ */
+async function serveApply(
+  ctx: RequestContext,
+  registry: ResourceRegistry,
+  namespace: string,
+  name: string,
+  subresource: Subresource,
+  decoded: Decoded,
+  dryRun: boolean,
+): Promise<void> {
+  checkFields(ctx, registry, decoded.value, decoded.duplicateFields, true);
+  const config = applyConfiguration(registry, decoded.value, name);
+  const manager = ctx.query.get('fieldManager') ?? '';
+  const force = flag(ctx.query, 'force');
+  const precondition = config.metadata.resourceVersion;
+  delete config.metadata.resourceVersion;
+  // The managedFields computed with the merge, written onto the object once it is defaulted and validated.
+  let managed: unknown[] | undefined;
+  const trackFields: TrackFields = (_live, next) => {
+    if (managed === undefined) delete next.metadata.managedFields;
+    else next.metadata.managedFields = managed;
+  };
+  const applyTo = (live: ApiObject | undefined, nowMs: number): ApiObject => {
+    const merged = registry.fields.apply(live, clone(config), manager, subresource, force, nowMs);
+    managed = merged.metadata.managedFields;
+    return merged;
+  };
+  const { object, created } = await registry.guaranteedUpdate(
+    namespace,
+    name,
+    { dryRun, subresource, trackFields },
+    (current) => {
+      if (
+        typeof precondition === 'string' &&
+        precondition !== '' &&
+        precondition !== current.metadata.resourceVersion
+      )
+        throw errors.staleUpdate(registry.gr, name);
+      return applyTo(current, registry.nowMs());
+    },
+    async () => {
+      if (subresource !== '') throw errors.notFound(registry.gr, name);
+      const merged = applyTo(undefined, registry.nowMs());
+      return { object: await registry.create(namespace, merged, { dryRun, trackFields }), created: true };
+    },
+  );
+  respond(ctx, created ? 201 : 200, object);
+}
+
+function clone<T>(value: T): T {
+  return JSON.parse(JSON.stringify(value)) as T;
 }

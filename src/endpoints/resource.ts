@@ -12,7 +12,14 @@ import type { DeleteOptions, ListRequest, ResourceRegistry, Subresource } from '
 import { limits } from '../util/limits.js';
 import { unreachable } from '../util/assert.js';
 import { respond, type RequestContext } from './context.js';
-import { checkFields, decodeBody, dryRunOf, servePatch, validateWriteOptions } from './patch.js';
+import {
+  checkFields,
+  decodeBody,
+  dryRunOf,
+  servePatch,
+  updateTracker,
+  validateWriteOptions,
+} from './patch.js';
 import type { RequestInfo } from './requestinfo.js';
 import { serveWatch, type WatchHooks } from './watch.js';
 
@@ -227,7 +234,10 @@ export async function serveResource(
       if (info.name !== '' || sub !== '') throw errors.methodNotAllowed();
       validateWriteOptions(ctx, 'CreateOptions', false);
       const object = await readObject(ctx, registry);
-      const created = await registry.create(namespace, object, { dryRun: dryRunOf(q) });
+      const created = await registry.create(namespace, object, {
+        dryRun: dryRunOf(q),
+        trackFields: updateTracker(ctx, registry, ''),
+      });
       respond(ctx, 201, created);
       return;
     }
@@ -237,6 +247,7 @@ export async function serveResource(
       const result = await registry.update(namespace, info.name, object, {
         dryRun: dryRunOf(q),
         subresource: sub,
+        trackFields: updateTracker(ctx, registry, sub),
       });
       respond(ctx, result.created ? 201 : 200, result.object);
       return;
@@ -380,6 +391,7 @@ async function serveScale(
     {
       dryRun: dryRunOf(ctx.query),
       subresource: '',
+      trackFields: updateTracker(ctx, registry, 'scale'),
       ...(info.verb === 'update' && typeof precondition === 'string'
         ? { preconditionVersion: precondition }
         : {}),
