@@ -408,3 +408,98 @@ test('managedFields: golden FieldsV1 for a Deployment (containers by name, ports
   assert.equal(created.status, 201);
   assert.deepEqual(created.body.metadata.managedFields[0].fieldsV1, { 'f:data': { '.': {}, 'f:k': {} } });
 });
+
+test('4.4: [{}] resets managedFields (merge or JSON patch); an empty list does not; the reset comes first', async () => {
+  const p = `${cmPath}/reset`;
+  await apply(p, cm('reset', { x: '1' }), 'fieldManager=a');
+  const empty = await patch(p, 'application/merge-patch+json', { metadata: { managedFields: [] } });
+  assert.equal(empty.status, 200);
+  assert.deepEqual(owners(empty.body), { '.data.x': ['a/Apply'] });
+
+  const reset = await patch(p, 'application/merge-patch+json', { metadata: { managedFields: [{}] } });
+  assert.equal(reset.status, 200, reset.text);
+  assert.equal(reset.body.metadata.managedFields, undefined);
+
+  await apply(p, cm('reset', { x: '1' }), 'fieldManager=a');
+  const combined = await patch(
+    p,
+    'application/json-patch+json',
+    [
+      { op: 'replace', path: '/metadata/managedFields', value: [{}] },
+      { op: 'add', path: '/data/y', value: '2' },
+    ],
+    'fieldManager=resetter',
+  );
+  assert.equal(combined.status, 200, combined.text);
+  assert.deepEqual(owners(combined.body), { '.data.y': ['resetter/Update'] });
+  // With nobody owning x any more, an apply of another value no longer conflicts.
+  const free = await apply(p, cm('reset', { x: '9' }), 'fieldManager=b');
+  assert.equal(free.status, 200, free.text);
+});
+
+test('status applies are tracked separately, with subresource status', async () => {
+  const dp = `${deployPath}/st`;
+  assert.equal(
+    (await apply(dp, deployment('st', [{ name: 'c', image: 'c:1' }]), 'fieldManager=spec-owner')).status,
+    201,
+  );
+  const status = await apply(
+    `${dp}/status`,
+    {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'st' },
+      status: { replicas: 2, conditions: [{ type: 'Available', status: 'True' }] },
+    },
+    'fieldManager=controller',
+  );
+  assert.equal(status.status, 200, status.text);
+  assert.equal(status.body.status.replicas, 2);
+  const entry = status.body.metadata.managedFields.find((e: any) => e.manager === 'controller');
+  assert.equal(entry.subresource, 'status');
+  assert.equal(entry.operation, 'Apply');
+  assert.deepEqual(entry.fieldsV1, {
+    'f:status': {
+      'f:conditions': { 'k:{"type":"Available"}': { '.': {}, 'f:status': {}, 'f:type': {} } },
+      'f:replicas': {},
+    },
+  });
+  // The spec owner's entry does not claim status, and a conflict names the sub-resource.
+  assert.ok(
+    !JSON.stringify(status.body.metadata.managedFields.find((e: any) => e.manager === 'spec-owner')).includes(
+      'f:status',
+    ),
+  );
+  const conflict = await apply(
+    `${dp}/status`,
+    { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'st' }, status: { replicas: 3 } },
+    'fieldManager=other',
+  );
+  assert.equal(conflict.status, 409);
+  assert.equal(
+    conflict.body.message,
+    'Apply failed with 1 conflict: conflict with "controller" with subresource "status": .status.replicas',
+  );
+  const missing = await apply(
+    `${deployPath}/nope/status`,
+    { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'nope' } },
+    'fieldManager=x',
+  );
+  assert.equal(missing.status, 404);
+});
+
+test('apply conflicts with several managers list every field, managers sorted', async () => {
+  const p = `${cmPath}/multi`;
+  await apply(p, cm('multi', { a: '1', b: '1' }), 'fieldManager=m1');
+  await server.request('PATCH', `${p}?fieldManager=m0`, {
+    rawBody: JSON.stringify({ data: { c: '1' } }),
+    headers: { 'content-type': 'application/merge-patch+json' },
+  });
+  const r = await apply(p, cm('multi', { a: '2', b: '2', c: '2' }), 'fieldManager=me');
+  assert.equal(r.status, 409);
+  assert.equal(
+    r.body.message,
+    'Apply failed with 3 conflicts: conflicts with "m0" using v1:\n- .data.c\nconflicts with "m1":\n- .data.a\n- .data.b',
+  );
+  assert.equal(r.body.details.causes.length, 3);
+});
