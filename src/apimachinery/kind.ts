@@ -78,6 +78,12 @@ export interface KindDeclaration {
     readonly toStorage: (object: ApiObject) => ApiObject;
     readonly fromStorage: (object: ApiObject) => ApiObject;
   };
+  /**
+   * Whether the schema's patch strategies and merge keys are Kubernetes' own, so that strategic merge patch is
+   * served (built-in kinds: yes, the default). False for kinds without declared strategies (custom resources):
+   * strategic merge patch is then 415, as kube-apiserver answers for custom resources.
+   */
+  readonly strategicMergePatch?: boolean;
   /** Verbs this kind does not serve (e.g. events are never watched by name... most serve all). */
   readonly verbs?: readonly Verb[];
 }

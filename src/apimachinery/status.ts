@@ -228,6 +228,17 @@ export const errors = {
     ),
   tooLarge: (limitBytes: number) =>
     new ApiError('RequestEntityTooLarge', `Request entity too large: limit is ${limitBytes}`),
+  /** Too large in another sense than bytes (kube-apiserver's NewRequestEntityTooLargeError). */
+  entityTooLarge: (message: string) =>
+    new ApiError('RequestEntityTooLarge', `Request entity too large: ${message}`),
+  /** A JSON patch that does not apply (a failed `test`, a missing path): 422 with the library's words as the cause. */
+  patchNotApplicable: (message: string) =>
+    new ApiError('Invalid', 'the server rejected our request due to an error in our request', {
+      causes: [{ reason: 'UnexpectedServerResponse', message }],
+    }),
+  /** Server-side apply conflicts: one cause per field, `conflict with "manager" ...`. */
+  applyConflict: (message: string, causes: readonly StatusCause[]) =>
+    new ApiError('Conflict', message, { causes }),
   tooManyRequests: () =>
     new ApiError('TooManyRequests', 'Too many requests, please try again later.', { retryAfterSeconds: 1 }),
   /** A resourceVersion below what is retained (watch, list, exact read). */

@@ -4,21 +4,28 @@
 import { decodeJson, decodeYaml, type Decoded } from '../apimachinery/codec.js';
 import { asApiObject, type ApiObject } from '../apimachinery/meta.js';
 import { negotiateBody, negotiateResponse, type BodyType } from '../apimachinery/negotiation.js';
-import { mergePatch, strategicMergePatch } from '../apimachinery/patch.js';
+import { mergePatch } from '../apimachinery/patch.js';
 import {
   decodeObject,
   protobufMediaType,
   protobufMessageOf,
   ProtobufDecodeError,
 } from '../apimachinery/protobuf.js';
-import { pruneUnknownFields } from '../apimachinery/schema.js';
 import { parseFieldSelector, parseLabelSelector, type Requirement } from '../apimachinery/selectors.js';
 import { errors, successStatus } from '../apimachinery/status.js';
 import { toTable } from '../apimachinery/table.js';
 import type { DeleteOptions, ListRequest, ResourceRegistry, Subresource } from '../registry/store.js';
 import { limits } from '../util/limits.js';
 import { unreachable } from '../util/assert.js';
-import { protobufOption, respond, warningValue, type RequestContext } from './context.js';
+import { protobufOption, respond, type RequestContext } from './context.js';
+import {
+  checkFields,
+  decodeBody,
+  dryRunOf,
+  servePatch,
+  updateTracker,
+  validateWriteOptions,
+} from './patch.js';
 import type { RequestInfo } from './requestinfo.js';
 import { serveWatch, type WatchHooks } from './watch.js';
 
@@ -42,10 +49,6 @@ export async function readBody(ctx: RequestContext): Promise<Buffer> {
     chunks.push(chunk);
   }
   return Buffer.concat(chunks);
-}
-
-function decodeBody(type: BodyType, text: string): Decoded {
-  return type === 'yaml' || type === 'apply-patch' ? decodeYaml(text) : decodeJson(text);
 }
 
 /** The kind a body must hold: its group, version and kind (for protobuf, the message to decode). */
@@ -112,50 +115,14 @@ export async function readTypedBody(
   return { type, decoded: decodeBody(type, text), empty: false };
 }
 
-type FieldValidation = 'Ignore' | 'Warn' | 'Strict';
-
-function fieldValidationOf(query: URLSearchParams): FieldValidation {
-  const value = query.get('fieldValidation') ?? 'Warn';
-  if (value === 'Ignore' || value === 'Warn' || value === 'Strict') return value;
-  if (value === '') return 'Warn';
-  throw errors.badRequest(`fieldValidation must be one of "Ignore", "Warn" or "Strict", got "${value}"`);
-}
-
-/** Unknown and duplicate fields: dropped, warned about (one Warning each) or rejected with all of them listed. */
-function checkFields(
-  ctx: RequestContext,
-  registry: ResourceRegistry,
-  decoded: Decoded,
-  isPatch: boolean,
-): unknown {
-  const mode = fieldValidationOf(ctx.query);
-  const value = decoded.value;
-  const unknown = isPatch ? [] : pruneUnknownFields(registry.decl.schema, value);
-  const problems = [
-    ...unknown.map((f) => `unknown field "${f}"`),
-    ...decoded.duplicateFields.map((f) => `duplicate field "${f}"`),
-  ];
-  if (problems.length === 0 || mode === 'Ignore') return value;
-  if (mode === 'Strict') throw errors.badRequest(`strict decoding error: ${problems.join(', ')}`);
-  for (const p of problems) ctx.warnings.push(warningValue(p));
-  return value;
-}
-
-function dryRunOf(query: URLSearchParams): boolean {
-  const values = query.getAll('dryRun');
-  for (const v of values)
-    if (v !== 'All') throw errors.badRequest(`Invalid dryRun value: "${v}": supported values: "All"`);
-  return values.length > 0;
-}
-
 async function readObject(
   ctx: RequestContext,
   registry: ResourceRegistry,
   deps: ResourceDeps,
 ): Promise<ApiObject> {
   const { decoded } = await readTypedBody(ctx, deps.groupDomain, bodyKindOf(registry));
-  const value = checkFields(ctx, registry, decoded, false);
-  const object = asApiObject(value);
+  checkFields(ctx, registry, decoded.value, decoded.duplicateFields, true);
+  const object = asApiObject(decoded.value);
   if (object === undefined) throw errors.badRequest('the body of the request must be an object');
   const { decl } = registry;
   if (object.kind !== undefined && object.kind !== decl.kind) {
@@ -344,48 +311,28 @@ export async function serveResource(
     }
     case 'create': {
       if (info.name !== '' || sub !== '') throw errors.methodNotAllowed();
+      validateWriteOptions(ctx, 'CreateOptions', false);
       const object = await readObject(ctx, registry, deps);
-      const created = await registry.create(namespace, object, { dryRun: dryRunOf(q) });
+      const created = await registry.create(namespace, object, {
+        dryRun: dryRunOf(q),
+        trackFields: updateTracker(ctx, registry, ''),
+      });
       respond(ctx, 201, created);
       return;
     }
     case 'update': {
+      validateWriteOptions(ctx, 'UpdateOptions', false);
       const object = await readObject(ctx, registry, deps);
       const result = await registry.update(namespace, info.name, object, {
         dryRun: dryRunOf(q),
         subresource: sub,
+        trackFields: updateTracker(ctx, registry, sub),
       });
       respond(ctx, result.created ? 201 : 200, result.object);
       return;
     }
     case 'patch': {
-      const type = negotiateBody(ctx.req.headers['content-type'], ['merge-patch', 'strategic-merge-patch']);
-      const decoded = decodeBody(type, (await readBody(ctx)).toString('utf8'));
-      const patch = checkFields(ctx, registry, decoded, true);
-      if (patch === null || typeof patch !== 'object' || Array.isArray(patch))
-        throw errors.badRequest('the patch must be a JSON object');
-      const precondition = (patch as { metadata?: { resourceVersion?: unknown } }).metadata?.resourceVersion;
-      const object = await registry.patch(
-        namespace,
-        info.name,
-        (current) => {
-          const merged =
-            type === 'merge-patch'
-              ? mergePatch(current, patch)
-              : strategicMergePatch(current, patch, decl.schema);
-          const result = asApiObject(merged);
-          if (result === undefined) throw errors.badRequest('the patched object is not an object');
-          // Unknown fields the patch introduced are reported like a body's.
-          checkFields(ctx, registry, { value: result, duplicateFields: [] }, false);
-          return result;
-        },
-        {
-          dryRun: dryRunOf(q),
-          subresource: sub,
-          ...(typeof precondition === 'string' ? { preconditionVersion: precondition } : {}),
-        },
-      );
-      respond(ctx, 200, object);
+      await servePatch(ctx, registry, namespace, info.name, sub, await readBody(ctx));
       return;
     }
     case 'delete': {
@@ -526,6 +473,7 @@ async function serveScale(
     {
       dryRun: dryRunOf(ctx.query),
       subresource: '',
+      trackFields: updateTracker(ctx, registry, 'scale'),
       ...(info.verb === 'update' && typeof precondition === 'string'
         ? { preconditionVersion: precondition }
         : {}),
