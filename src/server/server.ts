@@ -21,7 +21,7 @@ import { requestInfo } from '../endpoints/requestinfo.js';
 import type { RequestContext } from '../endpoints/context.js';
 import { buildChain } from '../filters/chain.js';
 import { standInAuthorizer } from '../filters/authorization.js';
-import { loadTokenFile } from '../filters/authentication.js';
+import { buildAuthentication } from '../auth/index.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { Controllers } from '../controllers/index.js';
 import { prepareCredentials, writeAdminKubeconfig } from './certificates.js';
@@ -81,7 +81,12 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
   for (const w of warnings) logger.warn(w);
   await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
   const credentials = await prepareCredentials(options);
-  const tokens = await loadTokenFile(options.tokenAuthFile);
+  // Authentication is configured before the store opens: a bad flag or file stops the start cleanly.
+  const authentication = await buildAuthentication({
+    flags: options.authentication,
+    tokenAuthFile: options.tokenAuthFile,
+    clientCaPem: credentials.clientCaPem,
+  });
   const metrics = new Metrics();
   const { store: rawStore, replica, engine } = await openServerStore(options, logger);
   const store = metrics.instrument(rawStore);
@@ -152,8 +157,9 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
   const handler = buildChain(app, {
     logger,
     metrics,
-    tokens,
+    authenticator: authentication.authenticator,
     authorizer: standInAuthorizer,
+    authenticationGroup: `authentication.${options.groupDomain}`,
     maxRequestsInflight: options.maxRequestsInflight,
     maxMutatingRequestsInflight: options.maxMutatingRequestsInflight,
   });
@@ -163,7 +169,7 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
       allowHTTP1: true,
       cert: credentials.servingCertPem,
       key: credentials.servingKeyPem,
-      ca: credentials.clientCaPem,
+      ca: authentication.tlsClientCaPem,
       requestCert: true,
       rejectUnauthorized: false,
       minVersion: 'TLSv1.2',
