@@ -5,12 +5,23 @@
 import { readFile } from 'node:fs/promises';
 import type { X509Certificate } from 'node:crypto';
 import type { AuthenticationFlags } from '../server/authn-flags.js';
+import type { KindDeclaration } from '../apimachinery/kind.js';
+import { ApiError } from '../apimachinery/status.js';
+import { respond } from '../endpoints/context.js';
+import type { Handler } from '../filters/handler.js';
+import type { Registries } from '../registry/index.js';
 import { anonymousConfig } from './anonymous.js';
 import { ClientCertificateAuthenticator, parseCertificateBundle } from './client-cert.js';
 import { RequestHeaderAuthenticator } from './request-header.js';
 import { loadTokenFile, TokenFileAuthenticator } from './token-file.js';
 import { BearerTokenAuthenticator, UnionAuthenticator } from './union.js';
 import type { Authenticator, TokenAuthenticator } from './user.js';
+import {
+  defaultServiceAccountIssuer,
+  loadServiceAccountKeys,
+  ServiceAccountTokens,
+  type ObjectLookup,
+} from './service-account.js';
 
 export class AuthenticationConfigError extends Error {
   override readonly name = 'AuthenticationConfigError';
@@ -21,7 +32,14 @@ export interface AuthenticationInputs {
   readonly tokenAuthFile: string | undefined;
   /** Every CA whose client certificates authenticate users (--client-ca-file plus the generated CA). */
   readonly clientCaPem: string;
-  /** Token methods built elsewhere (service accounts, bootstrap tokens, JWT issuers, webhook), in order. */
+  /** The TLS private key: signs and verifies service account tokens unless key flags say otherwise. */
+  readonly servingKeyPem: string;
+  /** Reads service accounts, pods and secrets (bound once the registries run). */
+  readonly objects: ObjectLookup;
+  /** `kubernetes.io` with --group-domain=k8s.io, else the group domain. */
+  readonly domainPrefix: string;
+  readonly nowMs: () => number;
+  /** Token methods built elsewhere (bootstrap tokens, JWT issuers, webhook), after the service accounts'. */
   readonly tokenMethods?: readonly TokenAuthenticator[];
   /** The anonymous setting of --authentication-config, when the file has one. */
   readonly configAnonymous?: { readonly enabled: boolean; readonly paths: readonly string[] };
@@ -29,6 +47,7 @@ export interface AuthenticationInputs {
 
 export interface BuiltAuthentication {
   readonly authenticator: UnionAuthenticator;
+  readonly serviceAccounts: ServiceAccountTokens;
   /** PEM of every CA a client certificate may chain to (the TLS layer asks for certificates under these). */
   readonly tlsClientCaPem: string;
 }
@@ -67,6 +86,34 @@ export async function buildAuthentication(inputs: AuthenticationInputs): Promise
   }
   const tokenMethods: TokenAuthenticator[] = [];
   if (tokens.size > 0) tokenMethods.push(new TokenFileAuthenticator(tokens));
+  let keys;
+  try {
+    keys = await loadServiceAccountKeys(
+      flags.serviceAccountSigningKeyFile,
+      flags.serviceAccountKeyFiles,
+      inputs.servingKeyPem,
+    );
+  } catch (error) {
+    throw new AuthenticationConfigError((error as Error).message);
+  }
+  const issuers =
+    flags.serviceAccountIssuers.length > 0 ? flags.serviceAccountIssuers : [defaultServiceAccountIssuer];
+  const serviceAccounts = new ServiceAccountTokens(
+    keys.signing,
+    keys.verifying,
+    {
+      issuers,
+      apiAudiences: flags.apiAudiences,
+      lookup: flags.serviceAccountLookup,
+      ...(flags.serviceAccountMaxTokenExpirationMs === undefined
+        ? {}
+        : { maxExpirationSeconds: Math.floor(flags.serviceAccountMaxTokenExpirationMs / 1000) }),
+      domainPrefix: inputs.domainPrefix,
+      nowMs: inputs.nowMs,
+    },
+    inputs.objects,
+  );
+  tokenMethods.push(serviceAccounts);
   tokenMethods.push(...(inputs.tokenMethods ?? []));
   authenticators.push(new BearerTokenAuthenticator(tokenMethods));
   if (flags.anonymousAuth !== undefined && inputs.configAnonymous !== undefined) {
@@ -78,5 +125,64 @@ export async function buildAuthentication(inputs: AuthenticationInputs): Promise
     inputs.configAnonymous !== undefined
       ? anonymousConfig(inputs.configAnonymous.enabled, inputs.configAnonymous.paths)
       : anonymousConfig(flags.anonymousAuth ?? true);
-  return { authenticator: new UnionAuthenticator(authenticators, anonymous), tlsClientCaPem };
+  return {
+    authenticator: new UnionAuthenticator(authenticators, anonymous),
+    serviceAccounts,
+    tlsClientCaPem,
+  };
+}
+
+/** Service accounts, pods and secrets read from the watch caches (resourceVersion "0": no quorum round). */
+export function registryLookup(registries: () => Registries | undefined): ObjectLookup {
+  return {
+    async get(resource, namespace, name) {
+      const registry = registries()?.find('', 'v1', resource);
+      if (registry === undefined) return undefined;
+      try {
+        return await registry.get(namespace, name, '0');
+      } catch (error) {
+        if (error instanceof ApiError && error.reason === 'NotFound') return undefined;
+        throw error;
+      }
+    },
+  };
+}
+
+/** The serviceaccounts kind with its `token` sub-resource (TokenRequest). */
+export function withTokenRequest(
+  kinds: readonly KindDeclaration[],
+  serviceAccounts: ServiceAccountTokens,
+  authenticationGroup: string,
+): KindDeclaration[] {
+  return kinds.map((decl) =>
+    decl.group === '' && decl.plural === 'serviceaccounts'
+      ? {
+          ...decl,
+          createSubresources: {
+            ...decl.createSubresources,
+            token: serviceAccounts.tokenRequestSubresource(authenticationGroup),
+          },
+        }
+      : decl,
+  );
+}
+
+/** GET /.well-known/openid-configuration and /openid/v1/jwks: the service account issuer's documents. */
+export function issuerDiscoveryPaths(serviceAccounts: ServiceAccountTokens): Map<string, Handler> {
+  const json = { serialization: 'json', as: 'object', contentType: 'application/json' } as const;
+  return new Map<string, Handler>([
+    [
+      '/.well-known/openid-configuration',
+      (ctx) => {
+        respond(ctx, 200, serviceAccounts.discoveryDocument(), json);
+        return Promise.resolve();
+      },
+    ],
+    [
+      '/openid/v1/jwks',
+      async (ctx) => {
+        respond(ctx, 200, await serviceAccounts.jwks(), { ...json, contentType: 'application/jwk-set+json' });
+      },
+    ],
+  ]);
 }

@@ -21,7 +21,13 @@ import { requestInfo } from '../endpoints/requestinfo.js';
 import type { RequestContext } from '../endpoints/context.js';
 import { buildChain } from '../filters/chain.js';
 import { standInAuthorizer } from '../filters/authorization.js';
-import { buildAuthentication } from '../auth/index.js';
+import {
+  buildAuthentication,
+  issuerDiscoveryPaths,
+  registryLookup,
+  withTokenRequest,
+} from '../auth/index.js';
+import { domainPrefix } from '../apimachinery/kind.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { Controllers } from '../controllers/index.js';
 import { prepareCredentials, writeAdminKubeconfig } from './certificates.js';
@@ -82,17 +88,24 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
   await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
   const credentials = await prepareCredentials(options);
   // Authentication is configured before the store opens: a bad flag or file stops the start cleanly.
+  const bound: { registries?: Registries } = {};
   const authentication = await buildAuthentication({
     flags: options.authentication,
     tokenAuthFile: options.tokenAuthFile,
     clientCaPem: credentials.clientCaPem,
+    servingKeyPem: credentials.servingKeyPem,
+    objects: registryLookup(() => bound.registries),
+    domainPrefix: domainPrefix({ groupDomain: options.groupDomain, serviceClusterIpRange: '' }),
+    nowMs: () => clock.nowMs(),
   });
   const metrics = new Metrics();
   const { store: rawStore, replica, engine } = await openServerStore(options, logger);
   const store = metrics.instrument(rawStore);
   const ctx = { groupDomain: options.groupDomain, serviceClusterIpRange: options.serviceClusterIpRange };
-  const kinds = builtinKinds(ctx);
+  const authenticationGroup = `authentication.${options.groupDomain}`;
+  const kinds = withTokenRequest(builtinKinds(ctx), authentication.serviceAccounts, authenticationGroup);
   const registries = new Registries(kinds, store, clock, options.watchCacheEventsMax);
+  bound.registries = registries;
   const health = new Health(
     [
       { name: 'ping', check: async () => {} },
@@ -149,6 +162,7 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
     serverAddress: () => `${options.advertiseAddress ?? options.bindAddress}:${port}`,
     groupDomain: options.groupDomain,
     admin: adminHandler(replica, engine),
+    extraPaths: issuerDiscoveryPaths(authentication.serviceAccounts),
     watchHooks: {
       opened: (group, resource) => metrics.watchers.inc({ verb: 'WATCH', group, resource }),
       closed: (group, resource) => metrics.watchers.dec({ verb: 'WATCH', group, resource }),
@@ -159,7 +173,7 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
     metrics,
     authenticator: authentication.authenticator,
     authorizer: standInAuthorizer,
-    authenticationGroup: `authentication.${options.groupDomain}`,
+    authenticationGroup,
     maxRequestsInflight: options.maxRequestsInflight,
     maxMutatingRequestsInflight: options.maxMutatingRequestsInflight,
   });
