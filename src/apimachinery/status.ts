@@ -260,6 +260,24 @@ export const errors = {
     }),
   unavailable: (message: string) => new ApiError('ServiceUnavailable', message, { retryAfterSeconds: 1 }),
   timeout: (message: string) => new ApiError('Timeout', message, {}),
+  /** A 403 whose attributes carry a sub-resource: the subject names the resource, the reason `resource/sub`. */
+  forbiddenSubresource: (
+    user: string,
+    verb: string,
+    gr: GroupResource,
+    subresource: string,
+    namespace: string,
+    name: string,
+  ) => {
+    const subject = name === '' ? groupResourceString(gr) : `${groupResourceString(gr)} "${name}"`;
+    const scope = namespace === '' ? 'at the cluster scope' : `in the namespace "${namespace}"`;
+    const resource = subresource === '' ? gr.resource : `${gr.resource}/${subresource}`;
+    return new ApiError(
+      'Forbidden',
+      `${subject} is forbidden: User "${user}" cannot ${verb} resource "${resource}" in API group "${gr.group}" ${scope}`,
+      { ...(name === '' ? {} : { name }), group: gr.group, kind: gr.resource },
+    );
+  },
 };
 
 // Field errors (k8s.io/apimachinery/pkg/util/validation/field): the causes of an Invalid error.

@@ -12,7 +12,7 @@ import type { KindDeclaration } from '../apimachinery/kind.js';
 import { asApiObject, type ApiObject } from '../apimachinery/meta.js';
 import { negotiateBody, type BodyType } from '../apimachinery/negotiation.js';
 import { mergePatch, PatchFormatError, strategicMergePatch } from '../apimachinery/patch.js';
-import { pruneUnknownFields } from '../apimachinery/schema.js';
+import { pruneUnknownFields, type Schema } from '../apimachinery/schema.js';
 import { errors, type FieldError } from '../apimachinery/status.js';
 import type { ResourceRegistry, Subresource, TrackFields } from '../registry/store.js';
 import { assert, unreachable } from '../util/assert.js';
@@ -115,13 +115,13 @@ export function decodeBody(type: BodyType, text: string): Decoded {
 /** Unknown and duplicate fields: dropped, warned about (one Warning each) or rejected with all of them listed. */
 export function checkFields(
   ctx: RequestContext,
-  registry: ResourceRegistry,
+  schema: Schema,
   value: unknown,
   duplicateFields: readonly string[],
   pruneUnknown: boolean,
 ): void {
   const mode = fieldValidationOf(ctx.query);
-  const unknown = pruneUnknown ? pruneUnknownFields(registry.decl.schema, value) : [];
+  const unknown = pruneUnknown ? pruneUnknownFields(schema, value) : [];
   const problems = [
     ...unknown.map((f) => `unknown field "${f}"`),
     ...duplicateFields.map((f) => `duplicate field "${f}"`),
@@ -204,7 +204,7 @@ export async function servePatch(
     throw errors.badRequest('the patch must be a JSON object');
   }
   // Duplicate fields of the patch document itself are reported as in a body.
-  checkFields(ctx, registry, patch, decoded.duplicateFields, false);
+  checkFields(ctx, registry.decl.schema, patch, decoded.duplicateFields, false);
   const object = await registry.patch(
     namespace,
     name,
@@ -216,7 +216,7 @@ export async function servePatch(
       if (typeof version === 'string' && version !== '' && version !== current.metadata.resourceVersion)
         throw errors.staleUpdate(registry.gr, name);
       // Unknown fields the patch introduced are reported like a body's.
-      checkFields(ctx, registry, patched, [], true);
+      checkFields(ctx, registry.decl.schema, patched, [], true);
       return patched;
     },
     { dryRun, subresource, trackFields: updateTracker(ctx, registry, subresource) },
@@ -281,7 +281,7 @@ async function serveApply(
   decoded: Decoded,
   dryRun: boolean,
 ): Promise<void> {
-  checkFields(ctx, registry, decoded.value, decoded.duplicateFields, true);
+  checkFields(ctx, registry.decl.schema, decoded.value, decoded.duplicateFields, true);
   const config = applyConfiguration(registry, decoded.value, name);
   const manager = ctx.query.get('fieldManager') ?? '';
   const force = flag(ctx.query, 'force');

@@ -11,10 +11,22 @@ import {
   protobufMessageOf,
   ProtobufDecodeError,
 } from '../apimachinery/protobuf.js';
+import {
+  compileValidator,
+  pruneUnknownFields,
+  type ObjectValidator,
+  type Schema,
+} from '../apimachinery/schema.js';
+import { apiVersionOf, type CreateSubresource } from '../apimachinery/kind.js';
 import { parseFieldSelector, parseLabelSelector, type Requirement } from '../apimachinery/selectors.js';
 import { errors, successStatus } from '../apimachinery/status.js';
 import { toTable } from '../apimachinery/table.js';
-import type { DeleteOptions, ListRequest, ResourceRegistry, Subresource } from '../registry/store.js';
+import {
+  ResourceRegistry,
+  type DeleteOptions,
+  type ListRequest,
+  type Subresource,
+} from '../registry/store.js';
 import { limits } from '../util/limits.js';
 import { unreachable } from '../util/assert.js';
 import { protobufOption, respond, type RequestContext } from './context.js';
@@ -26,6 +38,7 @@ import {
   updateTracker,
   validateWriteOptions,
 } from './patch.js';
+import { anonymousUser } from '../auth/user.js';
 import type { RequestInfo } from './requestinfo.js';
 import { serveWatch, type WatchHooks } from './watch.js';
 
@@ -115,27 +128,101 @@ export async function readTypedBody(
   return { type, decoded: decodeBody(type, text), empty: false };
 }
 
+/** What a create body must be: the registry's own kind, or a create-only sub-resource's. */
+interface ExpectedBody {
+  readonly body: BodyKind;
+  readonly apiVersion: string;
+  readonly schema: Schema;
+}
+
 async function readObject(
   ctx: RequestContext,
-  registry: ResourceRegistry,
+  target: ResourceRegistry | ExpectedBody,
   deps: ResourceDeps,
 ): Promise<ApiObject> {
-  const { decoded } = await readTypedBody(ctx, deps.groupDomain, bodyKindOf(registry));
-  checkFields(ctx, registry, decoded.value, decoded.duplicateFields, true);
+  const expected: ExpectedBody =
+    target instanceof ResourceRegistry
+      ? { body: bodyKindOf(target), apiVersion: target.apiVersion, schema: target.decl.schema }
+      : target;
+  const { decoded } = await readTypedBody(ctx, deps.groupDomain, expected.body);
+  checkFields(ctx, expected.schema, decoded.value, decoded.duplicateFields, true);
   const object = asApiObject(decoded.value);
   if (object === undefined) throw errors.badRequest('the body of the request must be an object');
-  const { decl } = registry;
-  if (object.kind !== undefined && object.kind !== decl.kind) {
+  if (object.kind !== undefined && object.kind !== expected.body.kind) {
     throw errors.badRequest(
-      `the kind in the data (${String(object.kind)}) does not match the expected kind (${decl.kind})`,
+      `the kind in the data (${String(object.kind)}) does not match the expected kind (${expected.body.kind})`,
     );
   }
-  if (object.apiVersion !== undefined && object.apiVersion !== registry.apiVersion) {
+  if (object.apiVersion !== undefined && object.apiVersion !== expected.apiVersion) {
     throw errors.badRequest(
-      `the API version in the data (${String(object.apiVersion)}) does not match the expected API version (${registry.apiVersion})`,
+      `the API version in the data (${String(object.apiVersion)}) does not match the expected API version (${expected.apiVersion})`,
     );
   }
   return object;
+}
+
+/** POST to a virtual kind's collection: decoded and validated like a create, answered by the kind's hook. */
+async function createVirtual(
+  ctx: RequestContext,
+  registry: ResourceRegistry,
+  info: ResourceInfo,
+  deps: ResourceDeps,
+): Promise<void> {
+  const { decl } = registry;
+  const hook = decl.virtual;
+  if (hook === undefined) throw errors.pathNotFound();
+  // Only the collection path exists (kube-apiserver registers no route with a name): other verbs are 405.
+  if (info.name !== '' || info.subresource !== '') throw errors.pathNotFound();
+  if (decl.namespaced && info.namespace === '') throw errors.pathNotFound();
+  if (info.verb !== 'create') throw errors.methodNotAllowed();
+  const object = await readObject(ctx, registry, deps);
+  object.apiVersion = registry.apiVersion;
+  object.kind = decl.kind;
+  registry.validateVirtual(object);
+  const result = await hook.create(object, {
+    user: ctx.user ?? anonymousUser,
+    namespace: decl.namespaced ? info.namespace : '',
+    name: '',
+    dryRun: dryRunOf(ctx.query),
+  });
+  respond(ctx, 201, { ...result, apiVersion: registry.apiVersion, kind: decl.kind });
+}
+
+const subresourceValidators = new WeakMap<Schema, ObjectValidator>();
+
+/** POST NAME/SUBRESOURCE of a create-only sub-resource (serviceaccounts/NAME/token). */
+async function createSubresource(
+  ctx: RequestContext,
+  registry: ResourceRegistry,
+  info: ResourceInfo,
+  sub: CreateSubresource,
+  deps: ResourceDeps,
+): Promise<void> {
+  if (info.verb !== 'create') throw errors.methodNotAllowed();
+  const { decl } = registry;
+  if (decl.namespaced && info.namespace === '') throw errors.pathNotFound();
+  const apiVersion = apiVersionOf(sub.group, sub.version);
+  const object = await readObject(
+    ctx,
+    { body: { group: sub.group, version: sub.version, kind: sub.kind }, apiVersion, schema: sub.schema },
+    deps,
+  );
+  object.apiVersion = apiVersion;
+  object.kind = sub.kind;
+  let validator = subresourceValidators.get(sub.schema);
+  if (validator === undefined) {
+    validator = compileValidator(sub.schema);
+    subresourceValidators.set(sub.schema, validator);
+  }
+  const causes = validator(object);
+  if (causes.length > 0) throw errors.invalid(sub.group, sub.kind, info.name, causes);
+  const result = await sub.create(object, {
+    user: ctx.user ?? anonymousUser,
+    namespace: decl.namespaced ? info.namespace : '',
+    name: info.name,
+    dryRun: dryRunOf(ctx.query),
+  });
+  respond(ctx, 201, { ...result, apiVersion, kind: sub.kind });
 }
 
 function flag(query: URLSearchParams, name: string): boolean {
@@ -182,6 +269,15 @@ export async function serveResource(
 ): Promise<void> {
   const { decl } = registry;
   const subresource = info.subresource;
+  if (decl.virtual !== undefined) {
+    await createVirtual(ctx, registry, info, deps);
+    return;
+  }
+  const createOnly = subresource === '' ? undefined : decl.createSubresources?.[subresource];
+  if (createOnly !== undefined && info.name !== '') {
+    await createSubresource(ctx, registry, info, createOnly, deps);
+    return;
+  }
   if (subresource === 'scale' && decl.scaleSubresource === true) {
     await serveScale(ctx, registry, info, deps.groupDomain);
     return;

@@ -10,6 +10,7 @@ import { namespaceKind } from './namespace/index.js';
 import { nodeKind } from './node/index.js';
 import { podKind } from './pod/index.js';
 import { secretKind } from './secret/index.js';
+import { selfSubjectReviewKind } from './selfsubjectreview/index.js';
 import { serviceKind } from './service/index.js';
 import { serviceAccountKind } from './serviceaccount/index.js';
 
@@ -27,5 +28,6 @@ export function builtinKinds(ctx: DomainContext): KindDeclaration[] {
     eventsGroupEventKind(ctx),
     leaseKind(ctx),
     deploymentKind(ctx),
+    selfSubjectReviewKind(ctx),
   ];
 }

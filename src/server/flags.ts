@@ -7,6 +7,13 @@ import {
   parseClusterFlags,
   type ClusterServeOptions,
 } from './cluster-flags.js';
+import {
+  authenticationBoolFlags,
+  authenticationFlagNames,
+  authenticationUsage,
+  parseAuthenticationFlags,
+  type AuthenticationFlags,
+} from './authn-flags.js';
 
 export interface ServeOptions {
   readonly bindAddress: string;
@@ -33,6 +40,8 @@ export interface ServeOptions {
   readonly logLevel: string;
   /** Hidden (for tests): periodic watch bookmark interval instead of limits.apiWatchBookmarkIntervalMs. */
   readonly watchBookmarkIntervalMs?: number;
+  /** --anonymous-auth, --oidc-*, --service-account-*, --requestheader-*, ... (src/server/authn-flags.ts). */
+  readonly authentication: AuthenticationFlags;
   /** Set when the node is a member of a replicated cluster (--initial-cluster given). */
   readonly cluster?: ClusterServeOptions;
 }
@@ -59,6 +68,7 @@ flags:
   --watch-cache-size N                   events kept per resource in the watch cache (default 10000)
   --storage-retention D                  store history kept before compaction (default 5m)
   --v LEVEL                              log level: info, debug, warn (default info)
+${authenticationUsage}
 ${clusterUsage}`;
 
 export { FlagError };
@@ -119,7 +129,10 @@ export function parseServeFlags(argv: readonly string[]): ServeOptions | 'help' 
     // Hidden, not in the usage: lets a test see periodic bookmarks without waiting a minute.
     'watch-bookmark-interval',
     ...clusterFlagNames,
+    ...authenticationFlagNames,
   ]);
+  // Repeatable flags (--service-account-key-file, --oidc-required-claim) keep every value; get() is the last.
+  const repeated = new Map<string, string[]>();
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] ?? '';
     if (arg === '-h' || arg === '--help') return 'help';
@@ -129,12 +142,14 @@ export function parseServeFlags(argv: readonly string[]): ServeOptions | 'help' 
     const name = eq < 0 ? body : body.slice(0, eq);
     if (!known.has(name)) throw new FlagError(`unknown flag: --${name}`);
     let value: string | undefined = eq < 0 ? undefined : body.slice(eq + 1);
+    if (value === undefined && authenticationBoolFlags.has(name)) value = 'true';
     if (value === undefined) {
       value = argv[i + 1];
       if (value === undefined) throw new FlagError(`flag needs an argument: --${name}`);
       i++;
     }
     values.set(name, value);
+    repeated.set(name, [...(repeated.get(name) ?? []), value]);
   }
   const get = (name: string): string | undefined => values.get(name);
   const domain = get('group-domain') ?? 'svc.io';
@@ -183,6 +198,7 @@ export function parseServeFlags(argv: readonly string[]): ServeOptions | 'help' 
     ...(bookmarkInterval === undefined
       ? {}
       : { watchBookmarkIntervalMs: positiveDuration(bookmarkInterval, 'watch-bookmark-interval') }),
+    authentication: parseAuthenticationFlags(get, (name) => repeated.get(name) ?? [], parseDuration),
     ...(cluster === undefined ? {} : { cluster }),
   };
 }

@@ -3,6 +3,7 @@
 
 import { FlagError, parseServeFlags, serveUsage } from './flags.js';
 import { startServer } from './server.js';
+import { AuthenticationConfigError } from '../auth/index.js';
 import { runMemberCommand } from './member-command.js';
 import { runSnapshotCommand } from './snapshot-command.js';
 import { runClusterCommand } from '../../cluster/command.js';
@@ -54,7 +55,16 @@ async function serve(argv: readonly string[]): Promise<number> {
     process.stdout.write(serveUsage);
     return 0;
   }
-  const server = await startServer(options);
+  let server;
+  try {
+    server = await startServer(options);
+  } catch (error) {
+    if (error instanceof AuthenticationConfigError) {
+      process.stderr.write(`stoa serve: ${error.message}\n`);
+      return 1;
+    }
+    throw error;
+  }
   process.stdout.write(`stoa: serving on ${server.url} (port ${server.port})\n`);
   if (server.kubeconfigPath !== undefined) {
     process.stdout.write(

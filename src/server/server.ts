@@ -21,7 +21,13 @@ import { requestInfo } from '../endpoints/requestinfo.js';
 import type { RequestContext } from '../endpoints/context.js';
 import { buildChain } from '../filters/chain.js';
 import { standInAuthorizer } from '../filters/authorization.js';
-import { loadTokenFile } from '../filters/authentication.js';
+import {
+  buildAuthentication,
+  issuerDiscoveryPaths,
+  registryLookup,
+  withTokenRequest,
+} from '../auth/index.js';
+import { domainPrefix } from '../apimachinery/kind.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { Controllers } from '../controllers/index.js';
 import { prepareCredentials, writeAdminKubeconfig } from './certificates.js';
@@ -81,13 +87,25 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
   for (const w of warnings) logger.warn(w);
   await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
   const credentials = await prepareCredentials(options);
-  const tokens = await loadTokenFile(options.tokenAuthFile);
+  // Authentication is configured before the store opens: a bad flag or file stops the start cleanly.
+  const bound: { registries?: Registries } = {};
+  const authentication = await buildAuthentication({
+    flags: options.authentication,
+    tokenAuthFile: options.tokenAuthFile,
+    clientCaPem: credentials.clientCaPem,
+    servingKeyPem: credentials.servingKeyPem,
+    objects: registryLookup(() => bound.registries),
+    domainPrefix: domainPrefix({ groupDomain: options.groupDomain, serviceClusterIpRange: '' }),
+    nowMs: () => clock.nowMs(),
+  });
   const metrics = new Metrics();
   const { store: rawStore, replica, engine } = await openServerStore(options, logger);
   const store = metrics.instrument(rawStore);
   const ctx = { groupDomain: options.groupDomain, serviceClusterIpRange: options.serviceClusterIpRange };
-  const kinds = builtinKinds(ctx);
+  const authenticationGroup = `authentication.${options.groupDomain}`;
+  const kinds = withTokenRequest(builtinKinds(ctx), authentication.serviceAccounts, authenticationGroup);
   const registries = new Registries(kinds, store, clock, options.watchCacheEventsMax);
+  bound.registries = registries;
   const health = new Health(
     [
       { name: 'ping', check: async () => {} },
@@ -147,6 +165,7 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
       ? {}
       : { watchBookmarkIntervalMs: options.watchBookmarkIntervalMs }),
     admin: adminHandler(replica, engine),
+    extraPaths: issuerDiscoveryPaths(authentication.serviceAccounts),
     watchHooks: {
       opened: (group, resource) => metrics.watchers.inc({ verb: 'WATCH', group, resource }),
       closed: (group, resource) => metrics.watchers.dec({ verb: 'WATCH', group, resource }),
@@ -155,8 +174,9 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
   const handler = buildChain(app, {
     logger,
     metrics,
-    tokens,
+    authenticator: authentication.authenticator,
     authorizer: standInAuthorizer,
+    authenticationGroup,
     maxRequestsInflight: options.maxRequestsInflight,
     maxMutatingRequestsInflight: options.maxMutatingRequestsInflight,
   });
@@ -166,7 +186,7 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
       allowHTTP1: true,
       cert: credentials.servingCertPem,
       key: credentials.servingKeyPem,
-      ca: credentials.clientCaPem,
+      ca: authentication.tlsClientCaPem,
       requestCert: true,
       rejectUnauthorized: false,
       minVersion: 'TLSv1.2',

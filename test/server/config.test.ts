@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FlagError, parseDuration, parseServeFlags } from '../../src/server/flags.js';
 import { parseFeatureGates } from '../../src/server/features.js';
-import { parseTokenFile } from '../../src/filters/authentication.js';
+import { parseTokenFile } from '../../src/auth/token-file.js';
 import { requestInfo } from '../../src/endpoints/requestinfo.js';
 import { mergePatch, strategicMergePatch } from '../../src/apimachinery/patch.js';
 import { podKind } from '../../src/kinds/pod/index.js';
