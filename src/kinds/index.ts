@@ -9,6 +9,7 @@ import { leaseKind } from './lease/index.js';
 import { namespaceKind } from './namespace/index.js';
 import { nodeKind } from './node/index.js';
 import { podKind } from './pod/index.js';
+import { rbacKinds } from './rbac/index.js';
 import { secretKind } from './secret/index.js';
 import { serviceKind } from './service/index.js';
 import { serviceAccountKind } from './serviceaccount/index.js';
@@ -27,5 +28,6 @@ export function builtinKinds(ctx: DomainContext): KindDeclaration[] {
     eventsGroupEventKind(ctx),
     leaseKind(ctx),
     deploymentKind(ctx),
+    ...rbacKinds(ctx),
   ];
 }

@@ -7,6 +7,14 @@ import {
   parseClusterFlags,
   type ClusterServeOptions,
 } from './cluster-flags.js';
+// ---- authorization flags (issue 7)
+import {
+  authorizationFlagNames,
+  authorizationUsage,
+  parseAuthorizationFlags,
+  type AuthorizationFlags,
+} from './authorization-flags.js';
+// ---- end of authorization flags
 
 export interface ServeOptions {
   readonly bindAddress: string;
@@ -31,6 +39,8 @@ export interface ServeOptions {
   /** Store history kept before automatic compaction. */
   readonly storeRetentionMs?: number;
   readonly logLevel: string;
+  /** --authorization-mode and friends, or --authorization-config. */
+  readonly authorization: AuthorizationFlags;
   /** Set when the node is a member of a replicated cluster (--initial-cluster given). */
   readonly cluster?: ClusterServeOptions;
 }
@@ -57,7 +67,7 @@ flags:
   --watch-cache-size N                   events kept per resource in the watch cache (default 10000)
   --storage-retention D                  store history kept before compaction (default 5m)
   --v LEVEL                              log level: info, debug, warn (default info)
-${clusterUsage}`;
+${authorizationUsage}${clusterUsage}`;
 
 export { FlagError };
 
@@ -108,6 +118,7 @@ export function parseServeFlags(argv: readonly string[]): ServeOptions | 'help' 
     'watch-cache-size',
     'storage-retention',
     'v',
+    ...authorizationFlagNames,
     ...clusterFlagNames,
   ]);
   for (let i = 0; i < argv.length; i++) {
@@ -169,6 +180,7 @@ export function parseServeFlags(argv: readonly string[]): ServeOptions | 'help' 
     watchCacheEventsMax: parseInteger(get('watch-cache-size') ?? '10000', 'watch-cache-size', 10, 10_000_000),
     ...(retention === undefined ? {} : { storeRetentionMs: parseDuration(retention, 'storage-retention') }),
     logLevel: get('v') ?? 'info',
+    authorization: parseAuthorizationFlags(get, parseDuration),
     ...(cluster === undefined ? {} : { cluster }),
   };
 }

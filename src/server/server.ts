@@ -20,10 +20,11 @@ import { router } from '../endpoints/router.js';
 import { requestInfo } from '../endpoints/requestinfo.js';
 import type { RequestContext } from '../endpoints/context.js';
 import { buildChain } from '../filters/chain.js';
-import { standInAuthorizer } from '../filters/authorization.js';
+import { Authorization } from '../auth/authorization.js';
 import { loadTokenFile } from '../filters/authentication.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { Controllers } from '../controllers/index.js';
+import { AggregationController, reconcileDefaultRbac } from '../controllers/rbac.js';
 import { prepareCredentials, writeAdminKubeconfig } from './certificates.js';
 import { parseFeatureGates } from './features.js';
 import type { ServeOptions } from './flags.js';
@@ -123,6 +124,15 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
   );
 
   await registries.start();
+  const authorization = await Authorization.create(options.authorization, {
+    registries,
+    domain: ctx,
+    logger,
+  });
+  authorization.start();
+  await reconcileDefaultRbac(registries, ctx, logger);
+  const aggregation = new AggregationController(registries, ctx, logger);
+  aggregation.start();
   health.hookCompleted('start-watch-caches');
   health.hookCompleted('bootstrap-default-namespaces');
   const controllers = new Controllers(registries, logger);
@@ -153,7 +163,7 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
     logger,
     metrics,
     tokens,
-    authorizer: standInAuthorizer,
+    authorizer: authorization.authorizer,
     maxRequestsInflight: options.maxRequestsInflight,
     maxMutatingRequestsInflight: options.maxMutatingRequestsInflight,
   });
@@ -239,6 +249,8 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
       for (const socket of sockets) socket.destroy();
       await closed;
       controllers.stop();
+      aggregation.stop();
+      authorization.close();
       registries.close();
       await store.close();
       logger.info('stopped');
