@@ -4,6 +4,7 @@
 import type { ApiObject, NameRule } from './meta.js';
 import type { Schema } from './schema.js';
 import type { FieldError } from './status.js';
+import type { UserInfo } from '../auth/user.js';
 
 export interface TableColumn {
   readonly name: string;
@@ -43,6 +44,35 @@ export interface Strategy {
   };
 }
 
+/** What a create-only hook knows about the request (reviews, TokenRequest). */
+export interface CreateRequest {
+  /** The authenticated (or impersonated) user. */
+  readonly user: UserInfo;
+  /** The namespace of the URL ('' for cluster-scoped paths). */
+  readonly namespace: string;
+  /** For a sub-resource: the name of the parent object; '' otherwise. */
+  readonly name: string;
+  readonly dryRun: boolean;
+}
+
+/**
+ * A kind that is only created, never stored (SelfSubjectReview, SubjectAccessReview, ...): the body goes through
+ * the normal create path (decoding, field validation, schema validation), then this hook answers instead of the
+ * store, with 201 as kube-apiserver does. Every other verb is 405 and discovery lists only `create`.
+ */
+export interface VirtualKind {
+  readonly create: (object: ApiObject, request: CreateRequest) => Promise<ApiObject>;
+}
+
+/** A create-only sub-resource whose body is another kind (serviceaccounts/NAME/token takes a TokenRequest). */
+export interface CreateSubresource {
+  readonly group: string;
+  readonly version: string;
+  readonly kind: string;
+  readonly schema: Schema;
+  readonly create: (object: ApiObject, request: CreateRequest) => Promise<ApiObject>;
+}
+
 export interface KindDeclaration {
   /** '' for the core group. */
   readonly group: string;
@@ -78,6 +108,10 @@ export interface KindDeclaration {
     readonly toStorage: (object: ApiObject) => ApiObject;
     readonly fromStorage: (object: ApiObject) => ApiObject;
   };
+  /** Only created, never stored: see VirtualKind. */
+  readonly virtual?: VirtualKind;
+  /** Create-only sub-resources by name (`token`). */
+  readonly createSubresources?: Readonly<Record<string, CreateSubresource>>;
   /** Verbs this kind does not serve (e.g. events are never watched by name... most serve all). */
   readonly verbs?: readonly Verb[];
 }
@@ -110,6 +144,11 @@ export function domainGroup(ctx: DomainContext, prefix: string): string {
 /** Domain-qualified labels and annotations: `kubernetes.io/...` with k8s.io, `svc.io/...` otherwise. */
 export function domainPrefix(ctx: DomainContext): string {
   return ctx.groupDomain === 'k8s.io' ? 'kubernetes.io' : ctx.groupDomain;
+}
+
+/** The verbs discovery lists for a kind. */
+export function verbsOf(decl: KindDeclaration): readonly Verb[] {
+  return decl.virtual !== undefined ? ['create'] : (decl.verbs ?? allVerbs);
 }
 
 export function apiVersionOf(group: string, version: string): string {

@@ -2,7 +2,7 @@
 // /apis/GROUP/VERSION, and the aggregated form (apidiscovery/v2) when the client asks for it.
 
 import { createHash } from 'node:crypto';
-import { allVerbs, type KindDeclaration } from '../apimachinery/kind.js';
+import { verbsOf, type KindDeclaration } from '../apimachinery/kind.js';
 
 function storageVersionHash(decl: KindDeclaration): string {
   return createHash('sha256')
@@ -17,8 +17,8 @@ function resourceEntries(decl: KindDeclaration): Record<string, unknown>[] {
     singularName: decl.singular,
     namespaced: decl.namespaced,
     kind: decl.kind,
-    verbs: decl.verbs ?? allVerbs,
-    storageVersionHash: storageVersionHash(decl),
+    verbs: verbsOf(decl),
+    ...(decl.virtual === undefined ? { storageVersionHash: storageVersionHash(decl) } : {}),
   };
   if (decl.shortNames.length > 0) main.shortNames = decl.shortNames;
   if (decl.categories.length > 0) main.categories = decl.categories;
@@ -54,7 +54,37 @@ function resourceEntries(decl: KindDeclaration): Record<string, unknown>[] {
       verbs: ['create'],
     });
   }
+  for (const [name, sub] of Object.entries(decl.createSubresources ?? {})) {
+    out.push({
+      name: `${decl.plural}/${name}`,
+      singularName: '',
+      namespaced: decl.namespaced,
+      group: sub.group,
+      version: sub.version,
+      kind: sub.kind,
+      verbs: ['create'],
+    });
+  }
   return out;
+}
+
+function aggregatedSubresources(decl: KindDeclaration, version: string): Record<string, unknown> {
+  const subresources: Record<string, unknown>[] = [];
+  if (decl.statusSubresource) {
+    subresources.push({
+      subresource: 'status',
+      responseKind: { group: decl.group, version, kind: decl.kind },
+      verbs: ['get', 'patch', 'update'],
+    });
+  }
+  for (const [name, sub] of Object.entries(decl.createSubresources ?? {})) {
+    subresources.push({
+      subresource: name,
+      responseKind: { group: sub.group, version: sub.version, kind: sub.kind },
+      verbs: ['create'],
+    });
+  }
+  return subresources.length === 0 ? {} : { subresources };
 }
 
 export class Discovery {
@@ -129,20 +159,10 @@ export class Discovery {
               responseKind: { group: k.group, version, kind: k.kind },
               scope: k.namespaced ? 'Namespaced' : 'Cluster',
               singularResource: k.singular,
-              verbs: k.verbs ?? allVerbs,
+              verbs: verbsOf(k),
               ...(k.shortNames.length > 0 ? { shortNames: k.shortNames } : {}),
               ...(k.categories.length > 0 ? { categories: k.categories } : {}),
-              ...(k.statusSubresource
-                ? {
-                    subresources: [
-                      {
-                        subresource: 'status',
-                        responseKind: { group: k.group, version, kind: k.kind },
-                        verbs: ['get', 'patch', 'update'],
-                      },
-                    ],
-                  }
-                : {}),
+              ...aggregatedSubresources(k, version),
             })),
         })),
       })),

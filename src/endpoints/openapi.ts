@@ -61,6 +61,9 @@ function pathsFor(
     ...extra,
   });
   const writeParams = v3 ? { parameters: queryParams } : {};
+  if (decl.virtual !== undefined) {
+    return { [`${base}${ns}/${decl.plural}`]: { post: action('post', { ...body, ...writeParams }) } };
+  }
   return {
     [`${base}${ns}/${decl.plural}`]: {
       get: action('list', v3 ? { parameters: listParams } : {}),

@@ -5,14 +5,26 @@ import { decodeJson, decodeYaml, type Decoded } from '../apimachinery/codec.js';
 import { asApiObject, type ApiObject } from '../apimachinery/meta.js';
 import { negotiateBody, negotiateResponse, type BodyType } from '../apimachinery/negotiation.js';
 import { mergePatch, strategicMergePatch } from '../apimachinery/patch.js';
-import { pruneUnknownFields } from '../apimachinery/schema.js';
+import {
+  compileValidator,
+  pruneUnknownFields,
+  type ObjectValidator,
+  type Schema,
+} from '../apimachinery/schema.js';
+import { apiVersionOf, type CreateSubresource } from '../apimachinery/kind.js';
 import { parseFieldSelector, parseLabelSelector, type Requirement } from '../apimachinery/selectors.js';
 import { errors, successStatus } from '../apimachinery/status.js';
 import { toTable } from '../apimachinery/table.js';
-import type { DeleteOptions, ListRequest, ResourceRegistry, Subresource } from '../registry/store.js';
+import {
+  ResourceRegistry,
+  type DeleteOptions,
+  type ListRequest,
+  type Subresource,
+} from '../registry/store.js';
 import { limits } from '../util/limits.js';
 import { unreachable } from '../util/assert.js';
 import { respond, warningValue, type RequestContext } from './context.js';
+import { anonymousUser } from '../auth/user.js';
 import type { RequestInfo } from './requestinfo.js';
 import { serveWatch, type WatchHooks } from './watch.js';
 
@@ -52,13 +64,14 @@ function fieldValidationOf(query: URLSearchParams): FieldValidation {
 /** Unknown and duplicate fields: dropped, warned about (one Warning each) or rejected with all of them listed. */
 function checkFields(
   ctx: RequestContext,
-  registry: ResourceRegistry,
+  registry: ResourceRegistry | Schema,
   decoded: Decoded,
   isPatch: boolean,
 ): unknown {
   const mode = fieldValidationOf(ctx.query);
   const value = decoded.value;
-  const unknown = isPatch ? [] : pruneUnknownFields(registry.decl.schema, value);
+  const schema = registry instanceof ResourceRegistry ? registry.decl.schema : registry;
+  const unknown = isPatch ? [] : pruneUnknownFields(schema, value);
   const problems = [
     ...unknown.map((f) => `unknown field "${f}"`),
     ...decoded.duplicateFields.map((f) => `duplicate field "${f}"`),
@@ -76,24 +89,93 @@ function dryRunOf(query: URLSearchParams): boolean {
   return values.length > 0;
 }
 
-async function readObject(ctx: RequestContext, registry: ResourceRegistry): Promise<ApiObject> {
+/** The body's kind: the registry's own, or a create-only sub-resource's. */
+interface BodyKind {
+  readonly kind: string;
+  readonly apiVersion: string;
+  readonly schema: Schema;
+}
+
+function bodyKindOf(registry: ResourceRegistry): BodyKind {
+  return { kind: registry.decl.kind, apiVersion: registry.apiVersion, schema: registry.decl.schema };
+}
+
+async function readObject(ctx: RequestContext, body: ResourceRegistry | BodyKind): Promise<ApiObject> {
+  const expected = body instanceof ResourceRegistry ? bodyKindOf(body) : body;
   const type = negotiateBody(ctx.req.headers['content-type'], ['json', 'yaml']);
   const decoded = decodeBody(type, (await readBody(ctx)).toString('utf8'));
-  const value = checkFields(ctx, registry, decoded, false);
+  const value = checkFields(ctx, expected.schema, decoded, false);
   const object = asApiObject(value);
   if (object === undefined) throw errors.badRequest('the body of the request must be an object');
-  const { decl } = registry;
-  if (object.kind !== undefined && object.kind !== decl.kind) {
+  if (object.kind !== undefined && object.kind !== expected.kind) {
     throw errors.badRequest(
-      `the kind in the data (${String(object.kind)}) does not match the expected kind (${decl.kind})`,
+      `the kind in the data (${String(object.kind)}) does not match the expected kind (${expected.kind})`,
     );
   }
-  if (object.apiVersion !== undefined && object.apiVersion !== registry.apiVersion) {
+  if (object.apiVersion !== undefined && object.apiVersion !== expected.apiVersion) {
     throw errors.badRequest(
-      `the API version in the data (${String(object.apiVersion)}) does not match the expected API version (${registry.apiVersion})`,
+      `the API version in the data (${String(object.apiVersion)}) does not match the expected API version (${expected.apiVersion})`,
     );
   }
   return object;
+}
+
+/** POST to a virtual kind's collection: decoded and validated like a create, answered by the kind's hook. */
+async function createVirtual(
+  ctx: RequestContext,
+  registry: ResourceRegistry,
+  info: ResourceInfo,
+): Promise<void> {
+  const { decl } = registry;
+  const hook = decl.virtual;
+  if (hook === undefined) throw errors.pathNotFound();
+  // Only the collection path exists (kube-apiserver registers no route with a name): other verbs are 405.
+  if (info.name !== '' || info.subresource !== '') throw errors.pathNotFound();
+  if (decl.namespaced && info.namespace === '') throw errors.pathNotFound();
+  if (info.verb !== 'create') throw errors.methodNotAllowed();
+  const object = await readObject(ctx, registry);
+  object.apiVersion = registry.apiVersion;
+  object.kind = decl.kind;
+  registry.validateVirtual(object);
+  const result = await hook.create(object, {
+    user: ctx.user ?? anonymousUser,
+    namespace: decl.namespaced ? info.namespace : '',
+    name: '',
+    dryRun: dryRunOf(ctx.query),
+  });
+  respond(ctx, 201, { ...result, apiVersion: registry.apiVersion, kind: decl.kind });
+}
+
+const subresourceValidators = new WeakMap<Schema, ObjectValidator>();
+
+/** POST NAME/SUBRESOURCE of a create-only sub-resource (serviceaccounts/NAME/token). */
+async function createSubresource(
+  ctx: RequestContext,
+  registry: ResourceRegistry,
+  info: ResourceInfo,
+  sub: CreateSubresource,
+): Promise<void> {
+  if (info.verb !== 'create') throw errors.methodNotAllowed();
+  const { decl } = registry;
+  if (decl.namespaced && info.namespace === '') throw errors.pathNotFound();
+  const apiVersion = apiVersionOf(sub.group, sub.version);
+  const object = await readObject(ctx, { kind: sub.kind, apiVersion, schema: sub.schema });
+  object.apiVersion = apiVersion;
+  object.kind = sub.kind;
+  let validator = subresourceValidators.get(sub.schema);
+  if (validator === undefined) {
+    validator = compileValidator(sub.schema);
+    subresourceValidators.set(sub.schema, validator);
+  }
+  const causes = validator(object);
+  if (causes.length > 0) throw errors.invalid(sub.group, sub.kind, info.name, causes);
+  const result = await sub.create(object, {
+    user: ctx.user ?? anonymousUser,
+    namespace: decl.namespaced ? info.namespace : '',
+    name: info.name,
+    dryRun: dryRunOf(ctx.query),
+  });
+  respond(ctx, 201, { ...result, apiVersion, kind: sub.kind });
 }
 
 function flag(query: URLSearchParams, name: string): boolean {
@@ -140,6 +222,15 @@ export async function serveResource(
 ): Promise<void> {
   const { decl } = registry;
   const subresource = info.subresource;
+  if (decl.virtual !== undefined) {
+    await createVirtual(ctx, registry, info);
+    return;
+  }
+  const createOnly = subresource === '' ? undefined : decl.createSubresources?.[subresource];
+  if (createOnly !== undefined && info.name !== '') {
+    await createSubresource(ctx, registry, info, createOnly);
+    return;
+  }
   if (subresource === 'scale' && decl.scaleSubresource === true) {
     await serveScale(ctx, registry, info);
     return;

@@ -11,6 +11,7 @@ import { nodeKind } from './node/index.js';
 import { podKind } from './pod/index.js';
 import { rbacKinds } from './rbac/index.js';
 import { secretKind } from './secret/index.js';
+import { selfSubjectReviewKind } from './selfsubjectreview/index.js';
 import { serviceKind } from './service/index.js';
 import { serviceAccountKind } from './serviceaccount/index.js';
 
@@ -29,5 +30,6 @@ export function builtinKinds(ctx: DomainContext): KindDeclaration[] {
     leaseKind(ctx),
     deploymentKind(ctx),
     ...rbacKinds(ctx),
+    selfSubjectReviewKind(ctx),
   ];
 }

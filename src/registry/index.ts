@@ -22,7 +22,8 @@ export class Registries {
     };
     for (const decl of kinds) {
       const registry = new ResourceRegistry(decl, deps);
-      this.all.push(registry);
+      // A virtual kind has no storage, no watch cache and nothing for the controllers to see.
+      if (decl.virtual === undefined) this.all.push(registry);
       for (const version of decl.versions)
         this.byPath.set(`${decl.group}/${version}/${decl.plural}`, registry);
     }

@@ -378,6 +378,13 @@ export class ResourceRegistry {
     if (causes.length > 0) throw errors.invalid(this.decl.group, this.decl.kind, name, causes);
   }
 
+  /** A virtual kind's body: the schema and the strategy's checks (no name: reviews have none). */
+  validateVirtual(object: ApiObject): void {
+    const causes = [...this.validator(object), ...(this.decl.strategy?.validate?.(object) ?? [])];
+    if (causes.length > 0)
+      throw errors.invalid(this.decl.group, this.decl.kind, object.metadata.name ?? '', causes);
+  }
+
   async create(namespace: string, input: ApiObject, options: WriteOptions): Promise<ApiObject> {
     const admitted = await this.admitCreate(namespace, input);
     const generate = admitted.metadata.name === undefined || admitted.metadata.name === '';
