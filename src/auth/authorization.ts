@@ -13,6 +13,7 @@ import { alwaysAllow, alwaysDeny } from './always.js';
 import type { Attributes, AuthorizationResult, Authorizer } from './authorizer.js';
 import { NodeAuthorizer, type PodSource } from './node-authorizer.js';
 import { RbacAuthorizer } from './rbac/authorizer.js';
+import { EscalationCheck } from './rbac/escalation.js';
 import { RbacIndex, type RbacKind } from './rbac/index.js';
 import { UnionAuthorizer, withPrivilegedGroup } from './union.js';
 
@@ -110,6 +111,15 @@ export class Authorization {
       default:
         return unreachable(type);
     }
+  }
+
+  /** RBAC escalation prevention, for the resource handlers' write admission. */
+  escalation(): EscalationCheck {
+    return new EscalationCheck(
+      this.index,
+      this.authorizer,
+      domainGroup(this.deps.domain, 'rbac.authorization'),
+    );
   }
 
   /** Feeds the RBAC index from the watch caches (after the registries started). */

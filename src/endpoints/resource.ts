@@ -20,11 +20,12 @@ import {
   type DeleteOptions,
   type ListRequest,
   type Subresource,
+  type WriteAdmission,
 } from '../registry/store.js';
 import { limits } from '../util/limits.js';
 import { unreachable } from '../util/assert.js';
 import { respond, warningValue, type RequestContext } from './context.js';
-import { anonymousUser } from '../auth/user.js';
+import { anonymousUser, type UserInfo } from '../auth/user.js';
 import type { RequestInfo } from './requestinfo.js';
 import { serveWatch, type WatchHooks } from './watch.js';
 
@@ -33,6 +34,22 @@ type ResourceInfo = Extract<RequestInfo, { isResourceRequest: true }>;
 export interface ResourceDeps {
   readonly watchHooks: WatchHooks;
   readonly groupDomain: string;
+  /** Checks of writes that need the user (RBAC escalation prevention); undefined = none for this resource. */
+  readonly admission?: (
+    user: UserInfo,
+    registry: ResourceRegistry,
+    namespace: string,
+  ) => WriteAdmission | undefined;
+}
+
+function admitOf(
+  ctx: RequestContext,
+  registry: ResourceRegistry,
+  namespace: string,
+  deps: ResourceDeps,
+): { admit?: WriteAdmission } {
+  const admit = deps.admission?.(ctx.user ?? anonymousUser, registry, namespace);
+  return admit === undefined ? {} : { admit };
 }
 
 export async function readBody(ctx: RequestContext): Promise<Buffer> {
@@ -357,7 +374,10 @@ export async function serveResource(
     case 'create': {
       if (info.name !== '' || sub !== '') throw errors.methodNotAllowed();
       const object = await readObject(ctx, registry);
-      const created = await registry.create(namespace, object, { dryRun: dryRunOf(q) });
+      const created = await registry.create(namespace, object, {
+        dryRun: dryRunOf(q),
+        ...admitOf(ctx, registry, namespace, deps),
+      });
       respond(ctx, 201, created);
       return;
     }
@@ -366,6 +386,7 @@ export async function serveResource(
       const result = await registry.update(namespace, info.name, object, {
         dryRun: dryRunOf(q),
         subresource: sub,
+        ...admitOf(ctx, registry, namespace, deps),
       });
       respond(ctx, result.created ? 201 : 200, result.object);
       return;
@@ -394,6 +415,7 @@ export async function serveResource(
         {
           dryRun: dryRunOf(q),
           subresource: sub,
+          ...admitOf(ctx, registry, namespace, deps),
           ...(typeof precondition === 'string' ? { preconditionVersion: precondition } : {}),
         },
       );

@@ -44,8 +44,15 @@ export interface RegistryDeps {
   readonly namespaceState: (namespace: string) => Promise<NamespaceState>;
 }
 
+/**
+ * A check of the object about to be written (with the current one on update) that needs the requesting user:
+ * RBAC's escalation prevention. It throws to refuse; it runs for dry runs too (authorized identically).
+ */
+export type WriteAdmission = (object: ApiObject, old: ApiObject | undefined) => Promise<void>;
+
 export interface WriteOptions {
   readonly dryRun: boolean;
+  readonly admit?: WriteAdmission;
 }
 
 export interface DeleteOptions extends WriteOptions {
@@ -392,6 +399,7 @@ export class ResourceRegistry {
       const object = clone(admitted);
       if (generate) object.metadata.name = generateName(object.metadata.generateName ?? '');
       this.validate(object, undefined);
+      await options.admit?.(object, undefined);
       const name = object.metadata.name ?? '';
       const key = this.key(namespace, name);
       const reservation = this.decl.strategy?.reservations?.allocate(object);
@@ -457,6 +465,7 @@ export class ResourceRegistry {
       }
       const next = this.prepareUpdate(mutate(clone(current)), current, options.subresource);
       if (JSON.stringify(next) === JSON.stringify(current)) return { object: current, created: false };
+      await options.admit?.(next, current);
       if (options.dryRun) return { object: next, created: false };
       if (
         next.metadata.deletionTimestamp !== undefined &&

@@ -130,6 +130,7 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
     logger,
   });
   authorization.start();
+  const escalation = authorization.escalation();
   await reconcileDefaultRbac(registries, ctx, logger);
   const aggregation = new AggregationController(registries, ctx, logger);
   aggregation.start();
@@ -153,6 +154,7 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
     version: serverVersion,
     serverAddress: () => `${options.advertiseAddress ?? options.bindAddress}:${port}`,
     groupDomain: options.groupDomain,
+    admission: (user, registry, namespace) => escalation.admissionFor(user, registry, namespace),
     admin: adminHandler(replica, engine),
     watchHooks: {
       opened: (group, resource) => metrics.watchers.inc({ verb: 'WATCH', group, resource }),

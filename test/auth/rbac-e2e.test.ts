@@ -217,6 +217,84 @@ describe('RBAC', () => {
     );
   });
 
+  test('escalation: roles need the permissions they grant or escalate; bindings need them or bind', async () => {
+    await create('/api/v1/namespaces', { metadata: { name: 'esc' } });
+    await create(`${rbac}/namespaces/esc/roles`, {
+      metadata: { name: 'rbac-writer' },
+      rules: [
+        {
+          apiGroups: ['rbac.authorization.svc.io'],
+          resources: ['roles', 'rolebindings'],
+          verbs: ['create', 'update'],
+        },
+        { apiGroups: [''], resources: ['configmaps'], verbs: ['get'] },
+      ],
+    });
+    await create(`${rbac}/namespaces/esc/rolebindings`, {
+      metadata: { name: 'alice-rbac' },
+      subjects: [{ kind: 'User', name: 'alice' }],
+      roleRef: { apiGroup: 'rbac.authorization.svc.io', kind: 'Role', name: 'rbac-writer' },
+    });
+    const role = (name: string, resource: string) => ({
+      metadata: { name },
+      rules: [{ apiGroups: [''], resources: [resource], verbs: ['get'] }],
+    });
+    await eventually(
+      async () =>
+        (await alice('POST', `${rbac}/namespaces/esc/roles?dryRun=All`, role('held', 'configmaps')))
+          .status === 201,
+      'alice may create a role she holds',
+    );
+    assert.equal(
+      (await alice('POST', `${rbac}/namespaces/esc/roles`, role('held', 'configmaps'))).status,
+      201,
+    );
+    const esc = await alice('POST', `${rbac}/namespaces/esc/roles?dryRun=All`, role('more', 'secrets'));
+    assert.equal(esc.status, 403);
+    assert.equal(
+      esc.body.message,
+      'roles.rbac.authorization.svc.io "more" is forbidden: user "alice" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[""], Resources:["secrets"], Verbs:["get"]}',
+    );
+    // A role she may not read from: the secrets reader exists (made by the admin); binding it needs bind.
+    await create(`${rbac}/namespaces/esc/roles`, role('secrets-reader', 'secrets'));
+    const binding = (name: string, roleName: string) => ({
+      metadata: { name },
+      subjects: [{ kind: 'User', name: 'bob' }],
+      roleRef: { apiGroup: 'rbac.authorization.svc.io', kind: 'Role', name: roleName },
+    });
+    assert.equal(
+      (await alice('POST', `${rbac}/namespaces/esc/rolebindings`, binding('ok', 'held'))).status,
+      201,
+    );
+    const bind = await alice('POST', `${rbac}/namespaces/esc/rolebindings`, binding('no', 'secrets-reader'));
+    assert.equal(bind.status, 403);
+    assert.match(
+      bind.body.message,
+      /^rolebindings.rbac.authorization.svc.io "no" is forbidden: user "alice" .* not currently held:\n\{APIGroups:\[""\], Resources:\["secrets"\], Verbs:\["get"\]\}$/,
+    );
+    // With the escalate and bind verbs, both go through.
+    await create(`${rbac}/namespaces/esc/roles`, {
+      metadata: { name: 'escalator' },
+      rules: [
+        { apiGroups: ['rbac.authorization.svc.io'], resources: ['roles'], verbs: ['escalate', 'bind'] },
+      ],
+    });
+    await create(`${rbac}/namespaces/esc/rolebindings`, {
+      metadata: { name: 'alice-escalator' },
+      subjects: [{ kind: 'User', name: 'alice' }],
+      roleRef: { apiGroup: 'rbac.authorization.svc.io', kind: 'Role', name: 'escalator' },
+    });
+    await eventually(
+      async () =>
+        (await alice('POST', `${rbac}/namespaces/esc/roles`, role('more', 'secrets'))).status === 201,
+      'escalate allows',
+    );
+    assert.equal(
+      (await alice('POST', `${rbac}/namespaces/esc/rolebindings`, binding('no', 'secrets-reader'))).status,
+      201,
+    );
+  });
+
   test('default roles: labelled, aggregated, and reconciled at restart unless autoupdate is false', async () => {
     const list = await server.request(
       'GET',
