@@ -9,6 +9,9 @@ import type { ResourceRegistry } from '../registry/store.js';
 import type { AuthorizationFlags, AuthorizerType } from '../server/authorization-flags.js';
 import { unreachable } from '../util/assert.js';
 import { AbacAuthorizer } from './abac.js';
+import type { AccessReviewer, NonResourceRule, ResourceRule, RulesResult } from './access-review.js';
+import type { UserInfo } from './user.js';
+import type { PolicyRule } from './rbac/rules.js';
 import { alwaysAllow, alwaysDeny } from './always.js';
 import type { Attributes, AuthorizationResult, Authorizer } from './authorizer.js';
 import { NodeAuthorizer, type PodSource } from './node-authorizer.js';
@@ -111,6 +114,55 @@ export class Authorization {
       default:
         return unreachable(type);
     }
+  }
+
+  /** What the access review kinds ask: the whole chain, and the rules of the modes that can list them. */
+  reviewer(selectorsEnabled: boolean): AccessReviewer {
+    return {
+      authorize: (attributes) => this.authorizer.authorize(attributes),
+      rulesFor: (user, namespace) => this.rulesFor(user, namespace),
+      selectorsEnabled,
+    };
+  }
+
+  /** SelfSubjectRulesReview: rules of every mode in order; a mode that cannot list them makes it incomplete. */
+  rulesFor(user: UserInfo, namespace: string): RulesResult {
+    const resourceRules: ResourceRule[] = [];
+    const nonResourceRules: NonResourceRule[] = [];
+    let incomplete = false;
+    const add = (rule: PolicyRule): void => {
+      if (rule.nonResourceURLs.length > 0) {
+        nonResourceRules.push({ verbs: [...rule.verbs], nonResourceURLs: [...rule.nonResourceURLs] });
+      } else {
+        resourceRules.push({
+          verbs: [...rule.verbs],
+          apiGroups: [...rule.apiGroups],
+          resources: [...rule.resources],
+          ...(rule.resourceNames.length > 0 ? { resourceNames: [...rule.resourceNames] } : {}),
+        });
+      }
+    };
+    for (const mode of this.chain) {
+      switch (mode.type) {
+        case 'RBAC':
+          for (const rule of this.index.rulesFor(user, namespace)) add(rule);
+          break;
+        case 'AlwaysAllow':
+          resourceRules.push({ verbs: ['*'], apiGroups: ['*'], resources: ['*'] });
+          nonResourceRules.push({ verbs: ['*'], nonResourceURLs: ['*'] });
+          break;
+        case 'AlwaysDeny':
+          break;
+        case 'ABAC':
+        case 'Node':
+        case 'Webhook':
+          incomplete = true;
+          break;
+        default:
+          unreachable(mode.type);
+      }
+    }
+    return { resourceRules, nonResourceRules, incomplete, evaluationError: '' };
   }
 
   /** RBAC escalation prevention, for the resource handlers' write admission. */

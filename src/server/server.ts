@@ -31,7 +31,8 @@ import type { ServeOptions } from './flags.js';
 import { Metrics } from './metrics.js';
 import { openServerStore } from './store.js';
 import { adminHandler } from '../endpoints/admin.js';
-import { ApiError } from '../apimachinery/status.js';
+import { ApiError, errors } from '../apimachinery/status.js';
+import type { AccessReviewer } from '../auth/access-review.js';
 import { ipString, parseCidr } from '../kinds/service/index.js';
 
 export const serverVersion = {
@@ -87,7 +88,12 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
   const { store: rawStore, replica, engine } = await openServerStore(options, logger);
   const store = metrics.instrument(rawStore);
   const ctx = { groupDomain: options.groupDomain, serviceClusterIpRange: options.serviceClusterIpRange };
-  const kinds = builtinKinds(ctx);
+  // Access reviews ask the authorizers, which exist only once the registries (built from these kinds) do.
+  const late: { reviewer?: AccessReviewer } = {};
+  const kinds = builtinKinds(ctx, () => {
+    if (late.reviewer === undefined) throw errors.unavailable('authorization is not ready');
+    return late.reviewer;
+  });
   const registries = new Registries(kinds, store, clock, options.watchCacheEventsMax);
   const health = new Health(
     [
@@ -131,6 +137,7 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
   });
   authorization.start();
   const escalation = authorization.escalation();
+  late.reviewer = authorization.reviewer(gates.enabled('AuthorizeWithSelectors'));
   await reconcileDefaultRbac(registries, ctx, logger);
   const aggregation = new AggregationController(registries, ctx, logger);
   aggregation.start();

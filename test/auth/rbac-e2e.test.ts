@@ -295,6 +295,21 @@ describe('RBAC', () => {
     );
   });
 
+  test('without the AuthorizeWithSelectors gate, access reviews drop selector attributes', async () => {
+    const r = await alice('POST', '/apis/authorization.svc.io/v1/selfsubjectaccessreviews', {
+      spec: {
+        resourceAttributes: {
+          verb: 'list',
+          resource: 'pods',
+          labelSelector: { rawSelector: 'a=b', requirements: [{ key: 'a', operator: 'In', values: ['b'] }] },
+        },
+      },
+    });
+    assert.equal(r.status, 201, r.text);
+    assert.equal(r.body.spec.resourceAttributes.labelSelector, undefined);
+    assert.equal(r.body.status.allowed, false);
+  });
+
   test('default roles: labelled, aggregated, and reconciled at restart unless autoupdate is false', async () => {
     const list = await server.request(
       'GET',
