@@ -2,7 +2,7 @@
 
 import { errors } from './status.js';
 
-export type Serialization = 'json' | 'yaml';
+export type Serialization = 'json' | 'yaml' | 'protobuf';
 
 /** What the client gets: an encoding and, for resources, either the object itself or its Table form. */
 export interface ResponseFormat {
@@ -54,9 +54,14 @@ export function parseAccept(header: string | undefined): MediaRange[] {
 
 export const acceptedMediaTypes = ['application/json', 'application/yaml'] as const;
 
-function serializationOf(range: MediaRange): Serialization | undefined {
+function serializationOf(
+  range: MediaRange,
+  protobufMediaType: string | undefined,
+): Serialization | undefined {
   if (range.type === '*' && range.subtype === '*') return 'json';
   if (range.type !== 'application') return undefined;
+  if (protobufMediaType !== undefined && `application/${range.subtype}` === protobufMediaType)
+    return 'protobuf';
   switch (range.subtype) {
     case '*':
     case 'json':
@@ -74,16 +79,46 @@ export interface NegotiationOptions {
   /** Whether the endpoint can answer with a Table (resource get and list). */
   readonly tableAllowed: boolean;
   readonly discoveryGroup?: string;
+  /**
+   * The protobuf media type (it follows --group-domain) and whether this response has a protobuf form (the kind
+   * has a message). Unavailable: a protobuf range is skipped for the client's next choice, or 406 if none.
+   */
+  readonly protobuf?: { readonly mediaType: string; readonly available: boolean };
 }
 
 /** Picks the first acceptable media range; none acceptable is 406. An absent Accept means JSON. */
 export function negotiateResponse(accept: string | undefined, options: NegotiationOptions): ResponseFormat {
   const ranges = parseAccept(accept);
   if (ranges.length === 0) return { serialization: 'json', as: 'object', contentType: 'application/json' };
+  const protobufType = options.protobuf?.mediaType;
   for (const range of ranges) {
-    const serialization = serializationOf(range);
+    const serialization = serializationOf(range, protobufType);
     if (serialization === undefined) continue;
     const as = range.params.get('as');
+    if (serialization === 'protobuf') {
+      const mediaType = protobufType ?? '';
+      if (as === undefined) {
+        if (options.protobuf?.available !== true) continue;
+        if (range.params.get('stream') === 'watch')
+          return { serialization, as: 'object', contentType: `${mediaType};stream=watch` };
+        return { serialization, as: 'object', contentType: mediaType };
+      }
+      // The metadata views have meta/v1 messages (client-go's metadata informers ask for them); Table stays JSON.
+      const group = range.params.get('g');
+      if (
+        (as === 'PartialObjectMetadata' || as === 'PartialObjectMetadataList') &&
+        options.tableAllowed &&
+        group === options.metaGroup &&
+        range.params.get('v') === 'v1'
+      ) {
+        return {
+          serialization,
+          as: 'PartialObjectMetadata',
+          contentType: `${mediaType};as=${as};g=${group};v=v1`,
+        };
+      }
+      continue;
+    }
     const contentType = serialization === 'json' ? 'application/json' : 'application/yaml';
     if (as === undefined) return { serialization, as: 'object', contentType };
     if (as === 'PartialObjectMetadata' || as === 'PartialObjectMetadataList') {
@@ -113,17 +148,29 @@ export function negotiateResponse(accept: string | undefined, options: Negotiati
     }
     // Other transformations (PartialObjectMetadata, ...) are not served: the client's next choice applies.
   }
-  throw errors.notAcceptable(acceptedMediaTypes);
+  throw errors.notAcceptable(
+    options.protobuf?.available === true
+      ? [...acceptedMediaTypes, options.protobuf.mediaType]
+      : acceptedMediaTypes,
+  );
 }
 
 export type BodyType =
-  'json' | 'yaml' | 'merge-patch' | 'json-patch' | 'strategic-merge-patch' | 'apply-patch';
+  'json' | 'yaml' | 'protobuf' | 'merge-patch' | 'json-patch' | 'strategic-merge-patch' | 'apply-patch';
 
-/** The body type of a request; `allowed` lists the types the verb takes, others are 415. */
-export function negotiateBody(contentType: string | undefined, allowed: readonly BodyType[]): BodyType {
+/**
+ * The body type of a request; `allowed` lists the types the verb takes, others are 415. `protobufMediaType` is
+ * the protobuf media type of this server (--group-domain), when the body's kind has a protobuf form.
+ */
+export function negotiateBody(
+  contentType: string | undefined,
+  allowed: readonly BodyType[],
+  protobufMediaType?: string,
+): BodyType {
   const range = parseMediaType(contentType ?? 'application/json');
   const essence = range === undefined ? '' : `${range.type}/${range.subtype}`;
   const byEssence: Record<string, BodyType> = {
+    ...(protobufMediaType === undefined ? {} : { [protobufMediaType]: 'protobuf' as const }),
     'application/json': 'json',
     'application/yaml': 'yaml',
     'application/merge-patch+json': 'merge-patch',

@@ -118,6 +118,15 @@ export function successStatus(details?: StatusDetails): Status {
   };
 }
 
+/** The first 30 bytes of a body for an error message: as text if it looks like JSON, else in hex. */
+function summarizeBody(body: Uint8Array): string {
+  const bytes = Buffer.from(body);
+  if (bytes.length === 0) return '<empty>';
+  const head = bytes.subarray(0, 30);
+  const more = bytes.length > 30 ? ' ...' : '';
+  return bytes[0] === 0x7b ? `${head.toString('utf8')}${more}` : `${head.toString('hex')}${more}`;
+}
+
 // Constructors, one per situation, worded as kube-apiserver words them.
 
 export const errors = {
@@ -226,6 +235,18 @@ export const errors = {
       'UnsupportedMediaType',
       `the body of the request was in an unknown format - accepted media types include: ${accepted.join(', ')}`,
       { causes: [{ reason: 'UnexpectedServerResponse', message: contentType }] },
+    ),
+  /** A body whose type could not be read at all (kube-apiserver's decode error without a kind). */
+  unrecognizedBody: (expectedKind: string, reason: string, body: Uint8Array) =>
+    new ApiError(
+      'BadRequest',
+      `the object provided is unrecognized (must be of type ${expectedKind}): ${reason} (${summarizeBody(body)})`,
+    ),
+  /** A body whose type was read but whose content could not be decoded into the expected kind. */
+  undecodableObject: (kind: string, version: string, expectedKind: string, reason: string) =>
+    new ApiError(
+      'BadRequest',
+      `${kind} in version "${version}" cannot be handled as a ${expectedKind}: ${reason}`,
     ),
   tooLarge: (limitBytes: number) =>
     new ApiError('RequestEntityTooLarge', `Request entity too large: limit is ${limitBytes}`),

@@ -5,6 +5,7 @@ import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import { gzipSync } from 'node:zlib';
 import { encodeJson, encodeYaml } from '../apimachinery/codec.js';
 import { negotiateResponse, type ResponseFormat } from '../apimachinery/negotiation.js';
+import { canEncodeProtobuf, encodeObject, protobufMediaType } from '../apimachinery/protobuf.js';
 import { statusOf, toApiError, type ApiError } from '../apimachinery/status.js';
 import type { RequestInfo } from './requestinfo.js';
 import type { UserInfo } from '../auth/user.js';
@@ -42,8 +43,32 @@ function acceptsGzip(ctx: RequestContext): boolean {
   return ctx.compression && typeof header === 'string' && /\bgzip\b/.test(header);
 }
 
+/** The --group-domain of this server, as the meta group carries it (`meta.k8s.io` → `k8s.io`). */
+export function groupDomainOf(ctx: RequestContext): string {
+  return ctx.metaGroup.slice('meta.'.length);
+}
+
+/** The protobuf negotiation option for a response value: offered when the value's kind has a message. */
+export function protobufOption(
+  ctx: RequestContext,
+  available: boolean,
+): { mediaType: string; available: boolean } {
+  return { mediaType: protobufMediaType(groupDomainOf(ctx)), available };
+}
+
 export function encodeBody(format: ResponseFormat, value: unknown, pretty: boolean): string {
   return format.serialization === 'yaml' ? encodeYaml(value) : encodeJson(value, pretty);
+}
+
+function encodeResponse(
+  ctx: RequestContext,
+  format: ResponseFormat,
+  value: unknown,
+  pretty: boolean,
+): Buffer {
+  if (format.serialization === 'protobuf')
+    return encodeObject(groupDomainOf(ctx), value as Record<string, unknown>);
+  return Buffer.from(encodeBody(format, value, pretty));
 }
 
 /** Writes a complete response in the negotiated format. `format` defaults to JSON-or-YAML per Accept. */
@@ -52,13 +77,17 @@ export function respond(ctx: RequestContext, code: number, value: unknown, forma
     format ??
     (() => {
       try {
-        return negotiateResponse(ctx.req.headers.accept, { metaGroup: ctx.metaGroup, tableAllowed: false });
+        return negotiateResponse(ctx.req.headers.accept, {
+          metaGroup: ctx.metaGroup,
+          tableAllowed: false,
+          protobuf: protobufOption(ctx, canEncodeProtobuf(groupDomainOf(ctx), value)),
+        });
       } catch {
         return { serialization: 'json', as: 'object', contentType: 'application/json' } as const;
       }
     })();
   const pretty = ctx.query.get('pretty') === 'true' || ctx.query.get('pretty') === '1';
-  const text = encodeBody(chosen, value, pretty);
+  const text = encodeResponse(ctx, chosen, value, pretty);
   setCommonHeaders(ctx);
   ctx.res.statusCode = code;
   ctx.res.setHeader('content-type', chosen.contentType);
@@ -71,7 +100,7 @@ export function respond(ctx: RequestContext, code: number, value: unknown, forma
     ctx.res.end(body);
     return;
   }
-  const body = Buffer.from(text);
+  const body = text;
   ctx.res.setHeader('content-length', body.length);
   if (ctx.req.method === 'HEAD') ctx.res.end();
   else ctx.res.end(body);

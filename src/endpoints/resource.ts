@@ -6,6 +6,12 @@ import { asApiObject, type ApiObject } from '../apimachinery/meta.js';
 import { negotiateBody, negotiateResponse, type BodyType } from '../apimachinery/negotiation.js';
 import { mergePatch, strategicMergePatch } from '../apimachinery/patch.js';
 import {
+  decodeObject,
+  protobufMediaType,
+  protobufMessageOf,
+  ProtobufDecodeError,
+} from '../apimachinery/protobuf.js';
+import {
   compileValidator,
   pruneUnknownFields,
   type ObjectValidator,
@@ -24,7 +30,7 @@ import {
 } from '../registry/store.js';
 import { limits } from '../util/limits.js';
 import { unreachable } from '../util/assert.js';
-import { respond, warningValue, type RequestContext } from './context.js';
+import { protobufOption, respond, warningValue, type RequestContext } from './context.js';
 import { anonymousUser, type UserInfo } from '../auth/user.js';
 import type { RequestInfo } from './requestinfo.js';
 import { serveWatch, type WatchHooks } from './watch.js';
@@ -69,6 +75,70 @@ function decodeBody(type: BodyType, text: string): Decoded {
   return type === 'yaml' || type === 'apply-patch' ? decodeYaml(text) : decodeJson(text);
 }
 
+/** The kind a body must hold: its group, version and kind (for protobuf, the message to decode). */
+export interface BodyKind {
+  readonly group: string;
+  readonly version: string;
+  readonly kind: string;
+}
+
+function bodyKindOf(registry: ResourceRegistry, kind = registry.decl.kind): BodyKind {
+  const slash = registry.apiVersion.indexOf('/');
+  return slash < 0
+    ? { group: '', version: registry.apiVersion, kind }
+    : { group: registry.apiVersion.slice(0, slash), version: registry.apiVersion.slice(slash + 1), kind };
+}
+
+/** Whether objects of this registry (or its list, `kind`) have a protobuf form. */
+function hasProtobuf(deps: ResourceDeps, registry: ResourceRegistry, kind: string): boolean {
+  const { group, version } = bodyKindOf(registry);
+  return protobufMessageOf(deps.groupDomain, group, version, kind) !== undefined;
+}
+
+/** Decodes a protobuf body into the JSON form of `expected`, with kube-apiserver's errors for bad bytes. */
+function decodeProtobufBody(groupDomain: string, body: Buffer, expected: BodyKind): Decoded {
+  try {
+    return { value: decodeObject(groupDomain, body, expected), duplicateFields: [] };
+  } catch (error) {
+    if (!(error instanceof ProtobufDecodeError)) throw error;
+    const typeMeta = error.typeMeta;
+    if (error.stage === 'envelope' || typeMeta === undefined || typeMeta.kind === '')
+      throw errors.unrecognizedBody(expected.kind, error.message, body);
+    const version = typeMeta.apiVersion.slice(typeMeta.apiVersion.indexOf('/') + 1);
+    throw errors.undecodableObject(typeMeta.kind, version, expected.kind, error.message);
+  }
+}
+
+/**
+ * Reads a request body of one of the `allowed` types, or protobuf when `expected` has a protobuf message (kubectl
+ * sends typed objects as protobuf). An empty body decodes to undefined when `emptyAllowed` (DELETE without
+ * options). Handlers of virtual kinds (access reviews, token requests) read their bodies with it too.
+ */
+export async function readTypedBody(
+  ctx: RequestContext,
+  groupDomain: string,
+  expected: BodyKind | undefined,
+  allowed: readonly BodyType[] = ['json', 'yaml'],
+  emptyAllowed = false,
+): Promise<{ type: BodyType; decoded: Decoded; empty: boolean }> {
+  const hasMessage =
+    expected !== undefined &&
+    protobufMessageOf(groupDomain, expected.group, expected.version, expected.kind) !== undefined;
+  const protobufType = hasMessage ? protobufMediaType(groupDomain) : undefined;
+  const type = negotiateBody(
+    ctx.req.headers['content-type'],
+    hasMessage ? [...allowed, 'protobuf'] : allowed,
+    protobufType,
+  );
+  const body = await readBody(ctx);
+  const text = type === 'protobuf' ? '' : body.toString('utf8');
+  if (emptyAllowed && (type === 'protobuf' ? body.length === 0 : text.trim() === ''))
+    return { type, decoded: { value: undefined, duplicateFields: [] }, empty: true };
+  if (type === 'protobuf' && expected !== undefined)
+    return { type, decoded: decodeProtobufBody(groupDomain, body, expected), empty: false };
+  return { type, decoded: decodeBody(type, text), empty: false };
+}
+
 type FieldValidation = 'Ignore' | 'Warn' | 'Strict';
 
 function fieldValidationOf(query: URLSearchParams): FieldValidation {
@@ -106,21 +176,33 @@ function dryRunOf(query: URLSearchParams): boolean {
   return values.length > 0;
 }
 
-/** The body's kind: the registry's own, or a create-only sub-resource's. */
-interface BodyKind {
+/** The object a body must hold: the registry's own kind, or a create-only sub-resource's. */
+interface ExpectedObject {
   readonly kind: string;
   readonly apiVersion: string;
   readonly schema: Schema;
 }
 
-function bodyKindOf(registry: ResourceRegistry): BodyKind {
+function expectedOf(registry: ResourceRegistry): ExpectedObject {
   return { kind: registry.decl.kind, apiVersion: registry.apiVersion, schema: registry.decl.schema };
 }
 
-async function readObject(ctx: RequestContext, body: ResourceRegistry | BodyKind): Promise<ApiObject> {
-  const expected = body instanceof ResourceRegistry ? bodyKindOf(body) : body;
-  const type = negotiateBody(ctx.req.headers['content-type'], ['json', 'yaml']);
-  const decoded = decodeBody(type, (await readBody(ctx)).toString('utf8'));
+async function readObject(
+  ctx: RequestContext,
+  body: ResourceRegistry | ExpectedObject,
+  groupDomain: string,
+): Promise<ApiObject> {
+  const expected = body instanceof ResourceRegistry ? expectedOf(body) : body;
+  const slash = expected.apiVersion.indexOf('/');
+  const typed: BodyKind =
+    slash < 0
+      ? { group: '', version: expected.apiVersion, kind: expected.kind }
+      : {
+          group: expected.apiVersion.slice(0, slash),
+          version: expected.apiVersion.slice(slash + 1),
+          kind: expected.kind,
+        };
+  const { decoded } = await readTypedBody(ctx, groupDomain, typed);
   const value = checkFields(ctx, expected.schema, decoded, false);
   const object = asApiObject(value);
   if (object === undefined) throw errors.badRequest('the body of the request must be an object');
@@ -142,6 +224,7 @@ async function createVirtual(
   ctx: RequestContext,
   registry: ResourceRegistry,
   info: ResourceInfo,
+  groupDomain: string,
 ): Promise<void> {
   const { decl } = registry;
   const hook = decl.virtual;
@@ -150,7 +233,7 @@ async function createVirtual(
   if (info.name !== '' || info.subresource !== '') throw errors.pathNotFound();
   if (decl.namespaced && info.namespace === '') throw errors.pathNotFound();
   if (info.verb !== 'create') throw errors.methodNotAllowed();
-  const object = await readObject(ctx, registry);
+  const object = await readObject(ctx, registry, groupDomain);
   object.apiVersion = registry.apiVersion;
   object.kind = decl.kind;
   registry.validateVirtual(object);
@@ -171,12 +254,13 @@ async function createSubresource(
   registry: ResourceRegistry,
   info: ResourceInfo,
   sub: CreateSubresource,
+  groupDomain: string,
 ): Promise<void> {
   if (info.verb !== 'create') throw errors.methodNotAllowed();
   const { decl } = registry;
   if (decl.namespaced && info.namespace === '') throw errors.pathNotFound();
   const apiVersion = apiVersionOf(sub.group, sub.version);
-  const object = await readObject(ctx, { kind: sub.kind, apiVersion, schema: sub.schema });
+  const object = await readObject(ctx, { kind: sub.kind, apiVersion, schema: sub.schema }, groupDomain);
   object.apiVersion = apiVersion;
   object.kind = sub.kind;
   let validator = subresourceValidators.get(sub.schema);
@@ -240,21 +324,21 @@ export async function serveResource(
   const { decl } = registry;
   const subresource = info.subresource;
   if (decl.virtual !== undefined) {
-    await createVirtual(ctx, registry, info);
+    await createVirtual(ctx, registry, info, deps.groupDomain);
     return;
   }
   const createOnly = subresource === '' ? undefined : decl.createSubresources?.[subresource];
   if (createOnly !== undefined && info.name !== '') {
-    await createSubresource(ctx, registry, info, createOnly);
+    await createSubresource(ctx, registry, info, createOnly, deps.groupDomain);
     return;
   }
   if (subresource === 'scale' && decl.scaleSubresource === true) {
-    await serveScale(ctx, registry, info);
+    await serveScale(ctx, registry, info, deps.groupDomain);
     return;
   }
   if (subresource === 'eviction' && decl.evictionSubresource === true) {
     if (info.verb !== 'create') throw errors.methodNotAllowed();
-    await evict(ctx, registry, info);
+    await evict(ctx, registry, info, deps.groupDomain);
     return;
   }
   if (subresource !== '' && !(subresource === 'status' && decl.statusSubresource)) {
@@ -275,6 +359,7 @@ export async function serveResource(
       const format = negotiateResponse(ctx.req.headers.accept, {
         metaGroup: ctx.metaGroup,
         tableAllowed: sub === '',
+        protobuf: protobufOption(ctx, hasProtobuf(deps, registry, decl.kind)),
       });
       const object = await registry.get(namespace, info.name, q.get('resourceVersion') ?? undefined);
       if (format.as === 'PartialObjectMetadata') {
@@ -298,6 +383,7 @@ export async function serveResource(
       const format = negotiateResponse(ctx.req.headers.accept, {
         metaGroup: ctx.metaGroup,
         tableAllowed: true,
+        protobuf: protobufOption(ctx, hasProtobuf(deps, registry, `${decl.kind}List`)),
       });
       const result = await registry.list(listRequestOf(ctx, registry, info));
       const listMeta: Record<string, unknown> = { resourceVersion: String(result.resourceVersion) };
@@ -343,6 +429,7 @@ export async function serveResource(
       const format = negotiateResponse(ctx.req.headers.accept, {
         metaGroup: ctx.metaGroup,
         tableAllowed: true,
+        protobuf: protobufOption(ctx, hasProtobuf(deps, registry, decl.kind)),
       });
       const list = listRequestOf(ctx, registry, info);
       const fieldSelector =
@@ -373,7 +460,7 @@ export async function serveResource(
     }
     case 'create': {
       if (info.name !== '' || sub !== '') throw errors.methodNotAllowed();
-      const object = await readObject(ctx, registry);
+      const object = await readObject(ctx, registry, deps.groupDomain);
       const created = await registry.create(namespace, object, {
         dryRun: dryRunOf(q),
         ...admitOf(ctx, registry, namespace, deps),
@@ -382,7 +469,7 @@ export async function serveResource(
       return;
     }
     case 'update': {
-      const object = await readObject(ctx, registry);
+      const object = await readObject(ctx, registry, deps.groupDomain);
       const result = await registry.update(namespace, info.name, object, {
         dryRun: dryRunOf(q),
         subresource: sub,
@@ -423,7 +510,7 @@ export async function serveResource(
       return;
     }
     case 'delete': {
-      const options = await deleteOptionsOf(ctx);
+      const options = await deleteOptionsOf(ctx, deps.groupDomain);
       const result = await registry.delete(namespace, info.name, options);
       // As kube-apiserver: 202 only when the object is not gone yet and the client asked for cascading with
       // orphanDependents=false; otherwise 200 (also while finalizers or a grace period hold the object).
@@ -431,7 +518,7 @@ export async function serveResource(
       return;
     }
     case 'deletecollection': {
-      const options = await deleteOptionsOf(ctx);
+      const options = await deleteOptionsOf(ctx, deps.groupDomain);
       await registry.deleteCollection(listRequestOf(ctx, registry, info), options);
       respond(ctx, 200, successStatus());
       return;
@@ -441,17 +528,20 @@ export async function serveResource(
   }
 }
 
+/** DeleteOptions from the request body (JSON, YAML or protobuf; may be empty), or `given` (an Eviction's). */
 async function deleteOptionsOf(
   ctx: RequestContext,
-  bodyText?: string,
+  groupDomain: string,
+  given?: unknown,
 ): Promise<DeleteOptions & { orphanDependentsFalse: boolean }> {
   const q = ctx.query;
-  const text = bodyText ?? (await readBody(ctx)).toString('utf8').trim();
-  const body = (
-    text === ''
-      ? {}
-      : decodeBody(negotiateBody(ctx.req.headers['content-type'], ['json', 'yaml']), text).value
-  ) as {
+  let value = given;
+  if (given === undefined) {
+    const expected = { group: `meta.${groupDomain}`, version: 'v1', kind: 'DeleteOptions' };
+    const read = await readTypedBody(ctx, groupDomain, expected, ['json', 'yaml'], true);
+    value = read.empty ? {} : read.decoded.value;
+  }
+  const body = (value ?? {}) as {
     preconditions?: { uid?: string; resourceVersion?: string };
     propagationPolicy?: string;
     orphanDependents?: boolean;
@@ -481,20 +571,22 @@ async function deleteOptionsOf(
 }
 
 /** POST pods/NAME/eviction: an Eviction (policy/v1) whose deleteOptions delete the pod (no disruption budgets yet). */
-async function evict(ctx: RequestContext, registry: ResourceRegistry, info: ResourceInfo): Promise<void> {
-  negotiateBody(ctx.req.headers['content-type'], ['json', 'yaml']);
-  const text = (await readBody(ctx)).toString('utf8');
-  const eviction = (decodeJson(text === '' ? '{}' : text).value ?? {}) as {
+async function evict(
+  ctx: RequestContext,
+  registry: ResourceRegistry,
+  info: ResourceInfo,
+  groupDomain: string,
+): Promise<void> {
+  const expected = { group: 'policy', version: 'v1', kind: 'Eviction' };
+  const read = await readTypedBody(ctx, groupDomain, expected, ['json', 'yaml'], true);
+  const eviction = (read.empty ? {} : (read.decoded.value ?? {})) as {
     metadata?: { name?: string };
     deleteOptions?: unknown;
   };
   if (eviction.metadata?.name !== undefined && eviction.metadata.name !== info.name) {
     throw errors.badRequest(`name in URL does not match name in Eviction object`);
   }
-  const options = await deleteOptionsOf(
-    ctx,
-    eviction.deleteOptions === undefined ? '' : JSON.stringify(eviction.deleteOptions),
-  );
+  const options = await deleteOptionsOf(ctx, groupDomain, eviction.deleteOptions ?? {});
   await registry.delete(info.namespace, info.name, options);
   respond(ctx, 201, { ...successStatus(), code: 201 });
 }
@@ -530,6 +622,7 @@ async function serveScale(
   ctx: RequestContext,
   registry: ResourceRegistry,
   info: ResourceInfo,
+  groupDomain: string,
 ): Promise<void> {
   const namespace = registry.decl.namespaced ? info.namespace : '';
   if (info.verb === 'get') {
@@ -541,14 +634,11 @@ async function serveScale(
     return;
   }
   if (info.verb !== 'update' && info.verb !== 'patch') throw errors.methodNotAllowed();
-  const type = negotiateBody(
-    ctx.req.headers['content-type'],
-    info.verb === 'update' ? ['json', 'yaml'] : ['merge-patch'],
-  );
-  const body = decodeBody(type, (await readBody(ctx)).toString('utf8')).value as Record<
-    string,
-    unknown
-  > | null;
+  const read =
+    info.verb === 'update'
+      ? await readTypedBody(ctx, groupDomain, { group: 'autoscaling', version: 'v1', kind: 'Scale' })
+      : await readTypedBody(ctx, groupDomain, undefined, ['merge-patch']);
+  const body = read.decoded.value as Record<string, unknown> | null;
   if (body === null || typeof body !== 'object') throw errors.badRequest('the body must be an object');
   const precondition = (body as { metadata?: { resourceVersion?: unknown } }).metadata?.resourceVersion;
   const { object } = await registry.guaranteedUpdate(

@@ -13,7 +13,8 @@ import { toTable } from '../apimachinery/table.js';
 import type { ResourceRegistry } from '../registry/store.js';
 import { revision, type Revision } from '../util/brand.js';
 import type { CacheEvent } from '../watchcache/cache.js';
-import { encodeBody, type RequestContext } from './context.js';
+import { encodeWatchFrame } from '../apimachinery/protobuf.js';
+import { encodeBody, groupDomainOf, type RequestContext } from './context.js';
 
 export const watchLimits = {
   /** Events a watcher may have queued behind a connection that is not draining, before it is cut off. */
@@ -105,11 +106,16 @@ export async function serveWatch(
             includeObject: 'Object',
           })
         : object;
-  const line = (type: string, object: unknown): string => {
+  const protobuf = request.format.serialization === 'protobuf';
+  const groupDomain = groupDomainOf(ctx);
+  // One event: a JSON line, or (protobuf) a length-prefixed frame holding a WatchEvent in the envelope.
+  const line = (type: string, object: unknown): string | Buffer => {
+    if (protobuf)
+      return encodeWatchFrame(groupDomain, registry.apiVersion, type, object as Record<string, unknown>);
     const text = encodeBody({ ...request.format, serialization: 'json' }, { type, object }, pretty);
     return text.endsWith('\n') ? text : `${text}\n`;
   };
-  const bookmark = (rv: Revision, annotations?: Record<string, string>): string =>
+  const bookmark = (rv: Revision, annotations?: Record<string, string>): string | Buffer =>
     line('BOOKMARK', {
       kind: registry.decl.kind,
       apiVersion: registry.apiVersion,
@@ -129,7 +135,11 @@ export async function serveWatch(
   // Events are JSON documents; the media type says which view (object, Table, PartialObjectMetadata).
   res.setHeader(
     'content-type',
-    request.format.serialization === 'json' ? request.format.contentType : 'application/json',
+    protobuf
+      ? `${request.format.contentType.split(';')[0] ?? ''};stream=watch`
+      : request.format.serialization === 'json'
+        ? request.format.contentType
+        : 'application/json',
   );
   res.setHeader('cache-control', 'no-cache, private');
   if (ctx.warnings.length > 0) res.setHeader('warning', ctx.warnings);
@@ -150,7 +160,7 @@ export async function serveWatch(
   let unsubscribe = (): void => {};
   let resolveDone: () => void = () => {};
   const done = new Promise<void>((resolve) => (resolveDone = resolve));
-  const close = (final?: string, cut = false): void => {
+  const close = (final?: string | Buffer, cut = false): void => {
     if (closed) return;
     closed = true;
     unsubscribe();
@@ -168,7 +178,7 @@ export async function serveWatch(
     if (stream !== undefined) stream.close(http2constants.NGHTTP2_CANCEL);
     else (res as unknown as { destroy(): void }).destroy();
   };
-  const send = (text: string): void => {
+  const send = (text: string | Buffer): void => {
     if (closed) return;
     if (
       pending >= watchLimits.watcherPendingEventsMax ||
