@@ -176,17 +176,39 @@ export const errors = {
   badRequest: (message: string, causes?: readonly StatusCause[]) =>
     new ApiError('BadRequest', message, causes === undefined ? undefined : { causes }),
   unauthorized: () => new ApiError('Unauthorized', 'Unauthorized'),
-  forbidden: (user: string, verb: string, gr: GroupResource, namespace: string, name: string) => {
+  /** Authorization said no: `pods "x" is forbidden: User "u" cannot get resource "pods/log" in ...[: reason]`. */
+  forbidden: (
+    user: string,
+    verb: string,
+    gr: GroupResource,
+    namespace: string,
+    name: string,
+    subresource = '',
+    reason = '',
+  ) => {
     const subject = name === '' ? groupResourceString(gr) : `${groupResourceString(gr)} "${name}"`;
     const scope = namespace === '' ? 'at the cluster scope' : `in the namespace "${namespace}"`;
+    const resource = subresource === '' ? gr.resource : `${gr.resource}/${subresource}`;
+    const why = reason === '' ? '' : `: ${reason}`;
     return new ApiError(
       'Forbidden',
-      `${subject} is forbidden: User "${user}" cannot ${verb} resource "${gr.resource}" in API group "${gr.group}" ${scope}`,
+      `${subject} is forbidden: User "${user}" cannot ${verb} resource "${resource}" in API group "${gr.group}" ${scope}${why}`,
       { ...(name === '' ? {} : { name }), group: gr.group, kind: gr.resource },
     );
   },
-  forbiddenPath: (user: string, verb: string, path: string) =>
-    new ApiError('Forbidden', `forbidden: User "${user}" cannot ${verb} path "${path}"`, {}),
+  forbiddenPath: (user: string, verb: string, path: string, reason = '') =>
+    new ApiError(
+      'Forbidden',
+      `forbidden: User "${user}" cannot ${verb} path "${path}"${reason === '' ? '' : `: ${reason}`}`,
+      {},
+    ),
+  /** A write refused by an admission step (escalation checks): `roles.G "x" is forbidden: <message>`. */
+  forbiddenWrite: (gr: GroupResource, name: string, message: string) =>
+    new ApiError('Forbidden', `${groupResourceString(gr)} "${name}" is forbidden: ${message}`, {
+      name,
+      group: gr.group,
+      kind: gr.resource,
+    }),
   namespaceTerminating: (gr: GroupResource, name: string, namespace: string) =>
     new ApiError(
       'Forbidden',

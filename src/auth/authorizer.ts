@@ -21,6 +21,18 @@ export interface Attributes {
   /** Selector attributes (gate AuthorizeWithSelectors): the raw selectors of a list/watch/deletecollection. */
   readonly fieldSelector?: string;
   readonly labelSelector?: string;
+  /** The same selectors as requirements (gate AuthorizeWithSelectors on, and the selector understood). They
+   * can only limit a request: an authorizer that does not look at them still answers safely. */
+  readonly fieldRequirements?: readonly SelectorRequirement[];
+  readonly labelRequirements?: readonly SelectorRequirement[];
+}
+
+/** authorization/v1 FieldSelectorRequirement / LabelSelectorRequirement. */
+export interface SelectorRequirement {
+  readonly key: string;
+  /** In, NotIn, Exists, DoesNotExist. */
+  readonly operator: string;
+  readonly values: readonly string[];
 }
 
 export type Decision = 'allow' | 'deny' | 'noOpinion';

@@ -14,7 +14,7 @@ import { negotiateBody, type BodyType } from '../apimachinery/negotiation.js';
 import { mergePatch, PatchFormatError, strategicMergePatch } from '../apimachinery/patch.js';
 import { pruneUnknownFields, type Schema } from '../apimachinery/schema.js';
 import { errors, type FieldError } from '../apimachinery/status.js';
-import type { ResourceRegistry, Subresource, TrackFields } from '../registry/store.js';
+import type { ResourceRegistry, Subresource, TrackFields, WriteAdmission } from '../registry/store.js';
 import { assert, unreachable } from '../util/assert.js';
 import { respond, warningValue, type RequestContext } from './context.js';
 
@@ -180,6 +180,7 @@ export async function servePatch(
   name: string,
   subresource: Subresource,
   body: Buffer,
+  admission: { readonly admit?: WriteAdmission } = {},
 ): Promise<void> {
   const type = negotiateBody(ctx.req.headers['content-type'], patchTypesOf(registry.decl));
   assert(type !== 'json' && type !== 'yaml' && type !== 'protobuf', 'patch body types only');
@@ -187,7 +188,7 @@ export async function servePatch(
   const dryRun = dryRunOf(ctx.query);
   const decoded = decodeBody(type === 'apply-patch' ? 'apply-patch' : 'json', body.toString('utf8'));
   if (type === 'apply-patch') {
-    await serveApply(ctx, registry, namespace, name, subresource, decoded, dryRun);
+    await serveApply(ctx, registry, namespace, name, subresource, decoded, dryRun, admission);
     return;
   }
   const patch = decoded.value;
@@ -219,7 +220,7 @@ export async function servePatch(
       checkFields(ctx, registry.decl.schema, patched, [], true);
       return patched;
     },
-    { dryRun, subresource, trackFields: updateTracker(ctx, registry, subresource) },
+    { dryRun, subresource, trackFields: updateTracker(ctx, registry, subresource), ...admission },
   );
   respond(ctx, 200, object);
 }
@@ -280,6 +281,7 @@ async function serveApply(
   subresource: Subresource,
   decoded: Decoded,
   dryRun: boolean,
+  admission: { readonly admit?: WriteAdmission },
 ): Promise<void> {
   checkFields(ctx, registry.decl.schema, decoded.value, decoded.duplicateFields, true);
   const config = applyConfiguration(registry, decoded.value, name);
@@ -301,7 +303,7 @@ async function serveApply(
   const { object, created } = await registry.guaranteedUpdate(
     namespace,
     name,
-    { dryRun, subresource, trackFields },
+    { dryRun, subresource, trackFields, ...admission },
     (current) => {
       if (
         typeof precondition === 'string' &&
@@ -314,7 +316,10 @@ async function serveApply(
     async () => {
       if (subresource !== '') throw errors.notFound(registry.gr, name);
       const merged = applyTo(undefined, registry.nowMs());
-      return { object: await registry.create(namespace, merged, { dryRun, trackFields }), created: true };
+      return {
+        object: await registry.create(namespace, merged, { dryRun, trackFields, ...admission }),
+        created: true,
+      };
     },
   );
   respond(ctx, created ? 201 : 200, object);

@@ -26,6 +26,7 @@ import {
   type DeleteOptions,
   type ListRequest,
   type Subresource,
+  type WriteAdmission,
 } from '../registry/store.js';
 import { limits } from '../util/limits.js';
 import { unreachable } from '../util/assert.js';
@@ -38,7 +39,7 @@ import {
   updateTracker,
   validateWriteOptions,
 } from './patch.js';
-import { anonymousUser } from '../auth/user.js';
+import { anonymousUser, type UserInfo } from '../auth/user.js';
 import type { RequestInfo } from './requestinfo.js';
 import { serveWatch, type WatchHooks } from './watch.js';
 
@@ -49,6 +50,22 @@ export interface ResourceDeps {
   readonly groupDomain: string;
   /** Periodic watch bookmarks this often (hidden flag --watch-bookmark-interval; default in limits). */
   readonly watchBookmarkIntervalMs?: number;
+  /** Checks of writes that need the user (RBAC escalation prevention); undefined = none for this resource. */
+  readonly admission?: (
+    user: UserInfo,
+    registry: ResourceRegistry,
+    namespace: string,
+  ) => WriteAdmission | undefined;
+}
+
+function admitOf(
+  ctx: RequestContext,
+  registry: ResourceRegistry,
+  namespace: string,
+  deps: ResourceDeps,
+): { admit?: WriteAdmission } {
+  const admit = deps.admission?.(ctx.user ?? anonymousUser, registry, namespace);
+  return admit === undefined ? {} : { admit };
 }
 
 export async function readBody(ctx: RequestContext): Promise<Buffer> {
@@ -412,6 +429,7 @@ export async function serveResource(
       const created = await registry.create(namespace, object, {
         dryRun: dryRunOf(q),
         trackFields: updateTracker(ctx, registry, ''),
+        ...admitOf(ctx, registry, namespace, deps),
       });
       respond(ctx, 201, created);
       return;
@@ -423,12 +441,21 @@ export async function serveResource(
         dryRun: dryRunOf(q),
         subresource: sub,
         trackFields: updateTracker(ctx, registry, sub),
+        ...admitOf(ctx, registry, namespace, deps),
       });
       respond(ctx, result.created ? 201 : 200, result.object);
       return;
     }
     case 'patch': {
-      await servePatch(ctx, registry, namespace, info.name, sub, await readBody(ctx));
+      await servePatch(
+        ctx,
+        registry,
+        namespace,
+        info.name,
+        sub,
+        await readBody(ctx),
+        admitOf(ctx, registry, namespace, deps),
+      );
       return;
     }
     case 'delete': {

@@ -1,38 +1,31 @@
 // The authorization filter: builds the request's attributes and asks the authorizer; allow goes on, deny or
 // no opinion is a 403 worded as kube-apiserver words it (an anonymous request is told to authenticate: 401).
-// Until the authorization modes land, the stand-in authorizer allows system:masters and the public paths only.
 
-import { errors } from '../apimachinery/status.js';
+import { errors, type ApiError } from '../apimachinery/status.js';
 import { anonymousUser, type UserInfo } from '../auth/user.js';
 import type { Attributes, Authorizer } from '../auth/authorizer.js';
 import type { RequestContext } from '../endpoints/context.js';
 import type { Handler } from './handler.js';
 
-const publicPaths = ['/healthz', '/livez', '/readyz', '/version'];
-
-function isPublic(path: string): boolean {
-  return publicPaths.some((p) => path === p || path.startsWith(`${p}/`));
+/** `metadata.name=X` (or `==`) in a list or watch's field selector names the object, as kube-apiserver's request
+ * info does, so `resourceNames` rules can allow a list or watch of one object. */
+function nameFromFieldSelector(fieldSelector: string | null): string {
+  if (fieldSelector === null) return '';
+  for (const term of fieldSelector.split(',')) {
+    const m = /^\s*metadata\.name\s*==?\s*(.*?)\s*$/.exec(term);
+    if (m !== null) return m[1] ?? '';
+  }
+  return '';
 }
-
-/** The stand-in: system:masters may do everything; everyone may read the public paths; no opinion otherwise. */
-export const standInAuthorizer: Authorizer = {
-  authorize(attributes) {
-    if (attributes.user.groups.includes('system:masters')) {
-      return Promise.resolve({ decision: 'allow', reason: '' });
-    }
-    if (!attributes.isResourceRequest && attributes.verb === 'get' && isPublic(attributes.path)) {
-      return Promise.resolve({ decision: 'allow', reason: '' });
-    }
-    return Promise.resolve({ decision: 'noOpinion', reason: '' });
-  },
-};
 
 export function requestAttributes(ctx: RequestContext, user: UserInfo): Attributes {
   const info = ctx.info;
-  if (!info.isResourceRequest) {
+  // Group-version discovery (`/api/v1`, `/apis/G/V`) is a non-resource request to authorization, as in
+  // kube-apiserver's request info (system:discovery grants `/api/*` and `/apis/*`).
+  if (!info.isResourceRequest || info.resource === '') {
     return {
       user,
-      verb: info.verb,
+      verb: (ctx.req.method ?? 'GET').toLowerCase(),
       isResourceRequest: false,
       path: info.path,
       apiGroup: '',
@@ -55,7 +48,10 @@ export function requestAttributes(ctx: RequestContext, user: UserInfo): Attribut
     resource: info.resource,
     subresource: info.subresource,
     namespace: info.namespace,
-    name: info.name,
+    name:
+      info.name === '' && (info.verb === 'list' || info.verb === 'watch')
+        ? nameFromFieldSelector(fieldSelector)
+        : info.name,
     ...(fieldSelector === null ? {} : { fieldSelector }),
     ...(labelSelector === null ? {} : { labelSelector }),
   };
@@ -65,15 +61,28 @@ export function withAuthorization(next: Handler, authorizer: Authorizer): Handle
   return async (ctx) => {
     const user = ctx.user ?? anonymousUser;
     const attributes = requestAttributes(ctx, user);
-    const { decision } = await authorizer.authorize(attributes);
+    const { decision, reason } = await authorizer.authorize(attributes);
     if (decision === 'allow') {
       await next(ctx);
       return;
     }
     if (user.name === anonymousUser.name) throw errors.unauthorized();
-    const info = ctx.info;
-    if (!info.isResourceRequest) throw errors.forbiddenPath(user.name, info.verb, info.path);
-    const resource = info.subresource === '' ? info.resource : `${info.resource}/${info.subresource}`;
-    throw errors.forbidden(user.name, info.verb, { group: info.group, resource }, info.namespace, info.name);
+    throw forbiddenError(attributes, reason);
   };
+}
+
+/** The 403 for a request that was not allowed, worded as kube-apiserver (with the authorizers' reason). */
+export function forbiddenError(attributes: Attributes, reason: string): ApiError {
+  const user = attributes.user.name;
+  if (!attributes.isResourceRequest)
+    return errors.forbiddenPath(user, attributes.verb, attributes.path, reason);
+  return errors.forbidden(
+    user,
+    attributes.verb,
+    { group: attributes.apiGroup, resource: attributes.resource },
+    attributes.namespace,
+    attributes.name,
+    attributes.subresource,
+    reason,
+  );
 }

@@ -1,6 +1,8 @@
 // The one registration list of built-in kinds. A kind appears here once; everything else derives from it.
 
 import type { DomainContext, KindDeclaration } from '../apimachinery/kind.js';
+import { errors } from '../apimachinery/status.js';
+import { accessReviewKinds, type AccessReviewer } from '../auth/access-review.js';
 import { configMapKind } from './configmap/index.js';
 import { deploymentKind } from './deployment/index.js';
 import { endpointsKind } from './endpoints/index.js';
@@ -9,12 +11,21 @@ import { leaseKind } from './lease/index.js';
 import { namespaceKind } from './namespace/index.js';
 import { nodeKind } from './node/index.js';
 import { podKind } from './pod/index.js';
+import { rbacKinds } from './rbac/index.js';
 import { secretKind } from './secret/index.js';
 import { selfSubjectReviewKind } from './selfsubjectreview/index.js';
 import { serviceKind } from './service/index.js';
 import { serviceAccountKind } from './serviceaccount/index.js';
 
-export function builtinKinds(ctx: DomainContext): KindDeclaration[] {
+/** Until the server wires its authorizers in, access reviews answer 503. */
+const unwiredReviewer = (): AccessReviewer => {
+  throw errors.unavailable('authorization is not ready');
+};
+
+export function builtinKinds(
+  ctx: DomainContext,
+  reviewer: () => AccessReviewer = unwiredReviewer,
+): KindDeclaration[] {
   return [
     namespaceKind(ctx),
     nodeKind(ctx),
@@ -28,6 +39,8 @@ export function builtinKinds(ctx: DomainContext): KindDeclaration[] {
     eventsGroupEventKind(ctx),
     leaseKind(ctx),
     deploymentKind(ctx),
+    ...rbacKinds(ctx),
     selfSubjectReviewKind(ctx),
+    ...accessReviewKinds(ctx, reviewer),
   ];
 }

@@ -45,6 +45,12 @@ export interface RegistryDeps {
   readonly namespaceState: (namespace: string) => Promise<NamespaceState>;
 }
 
+/**
+ * A check of the object about to be written (with the current one on update) that needs the requesting user:
+ * RBAC's escalation prevention. It throws to refuse; it runs for dry runs too (authorized identically).
+ */
+export type WriteAdmission = (object: ApiObject, old: ApiObject | undefined) => Promise<void>;
+
 export interface WriteOptions {
   readonly dryRun: boolean;
   /**
@@ -52,6 +58,7 @@ export interface WriteOptions {
    * validation, to set the new object's metadata.managedFields. Writes without it keep managedFields as they are.
    */
   readonly trackFields?: TrackFields;
+  readonly admit?: WriteAdmission;
 }
 
 export type TrackFields = (live: ApiObject | undefined, next: ApiObject, nowMs: number) => void;
@@ -413,6 +420,7 @@ export class ResourceRegistry {
       if (generate) object.metadata.name = generateName(object.metadata.generateName ?? '');
       this.validate(object, undefined);
       options.trackFields?.(undefined, object, this.deps.clock.nowMs());
+      await options.admit?.(object, undefined);
       const name = object.metadata.name ?? '';
       const key = this.key(namespace, name);
       const reservation = this.decl.strategy?.reservations?.allocate(object);
@@ -479,6 +487,7 @@ export class ResourceRegistry {
       const next = this.prepareUpdate(mutate(clone(current)), current, options.subresource);
       options.trackFields?.(current, next, this.deps.clock.nowMs());
       if (JSON.stringify(next) === JSON.stringify(current)) return { object: current, created: false };
+      await options.admit?.(next, current);
       if (options.dryRun) return { object: next, created: false };
       if (
         next.metadata.deletionTimestamp !== undefined &&

@@ -14,6 +14,14 @@ import {
   parseAuthenticationFlags,
   type AuthenticationFlags,
 } from './authn-flags.js';
+// ---- authorization flags (issue 7)
+import {
+  authorizationFlagNames,
+  authorizationUsage,
+  parseAuthorizationFlags,
+  type AuthorizationFlags,
+} from './authorization-flags.js';
+// ---- end of authorization flags
 
 export interface ServeOptions {
   readonly bindAddress: string;
@@ -42,6 +50,8 @@ export interface ServeOptions {
   readonly watchBookmarkIntervalMs?: number;
   /** --anonymous-auth, --oidc-*, --service-account-*, --requestheader-*, ... (src/server/authn-flags.ts). */
   readonly authentication: AuthenticationFlags;
+  /** --authorization-mode and friends, or --authorization-config. */
+  readonly authorization: AuthorizationFlags;
   /** Set when the node is a member of a replicated cluster (--initial-cluster given). */
   readonly cluster?: ClusterServeOptions;
 }
@@ -68,7 +78,7 @@ flags:
   --watch-cache-size N                   events kept per resource in the watch cache (default 10000)
   --storage-retention D                  store history kept before compaction (default 5m)
   --v LEVEL                              log level: info, debug, warn (default info)
-${authenticationUsage}
+${authorizationUsage}${authenticationUsage}
 ${clusterUsage}`;
 
 export { FlagError };
@@ -128,6 +138,7 @@ export function parseServeFlags(argv: readonly string[]): ServeOptions | 'help' 
     'v',
     // Hidden, not in the usage: lets a test see periodic bookmarks without waiting a minute.
     'watch-bookmark-interval',
+    ...authorizationFlagNames,
     ...clusterFlagNames,
     ...authenticationFlagNames,
   ]);
@@ -199,6 +210,7 @@ export function parseServeFlags(argv: readonly string[]): ServeOptions | 'help' 
       ? {}
       : { watchBookmarkIntervalMs: positiveDuration(bookmarkInterval, 'watch-bookmark-interval') }),
     authentication: parseAuthenticationFlags(get, (name) => repeated.get(name) ?? [], parseDuration),
+    authorization: parseAuthorizationFlags(get, parseDuration),
     ...(cluster === undefined ? {} : { cluster }),
   };
 }

@@ -20,7 +20,6 @@ import { router } from '../endpoints/router.js';
 import { requestInfo } from '../endpoints/requestinfo.js';
 import type { RequestContext } from '../endpoints/context.js';
 import { buildChain } from '../filters/chain.js';
-import { standInAuthorizer } from '../filters/authorization.js';
 import {
   buildAuthentication,
   issuerDiscoveryPaths,
@@ -28,15 +27,18 @@ import {
   withTokenRequest,
 } from '../auth/index.js';
 import { domainPrefix } from '../apimachinery/kind.js';
+import { Authorization } from '../auth/authorization.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { Controllers } from '../controllers/index.js';
+import { AggregationController, reconcileDefaultRbac } from '../controllers/rbac.js';
 import { prepareCredentials, writeAdminKubeconfig } from './certificates.js';
 import { parseFeatureGates } from './features.js';
 import type { ServeOptions } from './flags.js';
 import { Metrics } from './metrics.js';
 import { openServerStore } from './store.js';
 import { adminHandler } from '../endpoints/admin.js';
-import { ApiError } from '../apimachinery/status.js';
+import { ApiError, errors } from '../apimachinery/status.js';
+import type { AccessReviewer } from '../auth/access-review.js';
 import { ipString, parseCidr } from '../kinds/service/index.js';
 
 export const serverVersion = {
@@ -103,7 +105,16 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
   const store = metrics.instrument(rawStore);
   const ctx = { groupDomain: options.groupDomain, serviceClusterIpRange: options.serviceClusterIpRange };
   const authenticationGroup = `authentication.${options.groupDomain}`;
-  const kinds = withTokenRequest(builtinKinds(ctx), authentication.serviceAccounts, authenticationGroup);
+  // Access reviews ask the authorizers, which exist only once the registries (built from these kinds) do.
+  const late: { reviewer?: AccessReviewer } = {};
+  const kinds = withTokenRequest(
+    builtinKinds(ctx, () => {
+      if (late.reviewer === undefined) throw errors.unavailable('authorization is not ready');
+      return late.reviewer;
+    }),
+    authentication.serviceAccounts,
+    authenticationGroup,
+  );
   const registries = new Registries(kinds, store, clock, options.watchCacheEventsMax);
   bound.registries = registries;
   const health = new Health(
@@ -141,6 +152,17 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
   );
 
   await registries.start();
+  const authorization = await Authorization.create(options.authorization, {
+    registries,
+    domain: ctx,
+    logger,
+  });
+  authorization.start();
+  const escalation = authorization.escalation();
+  late.reviewer = authorization.reviewer(gates.enabled('AuthorizeWithSelectors'));
+  await reconcileDefaultRbac(registries, ctx, logger);
+  const aggregation = new AggregationController(registries, ctx, logger);
+  aggregation.start();
   health.hookCompleted('start-watch-caches');
   health.hookCompleted('bootstrap-default-namespaces');
   const controllers = new Controllers(registries, logger);
@@ -164,6 +186,7 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
     ...(options.watchBookmarkIntervalMs === undefined
       ? {}
       : { watchBookmarkIntervalMs: options.watchBookmarkIntervalMs }),
+    admission: (user, registry, namespace) => escalation.admissionFor(user, registry, namespace),
     admin: adminHandler(replica, engine),
     extraPaths: issuerDiscoveryPaths(authentication.serviceAccounts),
     watchHooks: {
@@ -175,7 +198,7 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
     logger,
     metrics,
     authenticator: authentication.authenticator,
-    authorizer: standInAuthorizer,
+    authorizer: authorization.authorizer,
     authenticationGroup,
     maxRequestsInflight: options.maxRequestsInflight,
     maxMutatingRequestsInflight: options.maxMutatingRequestsInflight,
@@ -262,6 +285,8 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
       for (const socket of sockets) socket.destroy();
       await closed;
       controllers.stop();
+      aggregation.stop();
+      authorization.close();
       registries.close();
       await store.close();
       logger.info('stopped');
