@@ -1,7 +1,7 @@
 // One handler per verb, generic over the kind: get, list, watch, create, update, patch, delete,
 // deletecollection, for the main resource and its `status` sub-resource.
 
-import { decodeJson, decodeYaml, type Decoded } from '../apimachinery/codec.js';
+import type { Decoded } from '../apimachinery/codec.js';
 import { asApiObject, type ApiObject } from '../apimachinery/meta.js';
 import { negotiateBody, negotiateResponse, type BodyType } from '../apimachinery/negotiation.js';
 import { mergePatch } from '../apimachinery/patch.js';
@@ -11,12 +11,7 @@ import {
   protobufMessageOf,
   ProtobufDecodeError,
 } from '../apimachinery/protobuf.js';
-import {
-  compileValidator,
-  pruneUnknownFields,
-  type ObjectValidator,
-  type Schema,
-} from '../apimachinery/schema.js';
+import { compileValidator, type ObjectValidator, type Schema } from '../apimachinery/schema.js';
 import { apiVersionOf, type CreateSubresource } from '../apimachinery/kind.js';
 import { parseFieldSelector, parseLabelSelector, type Requirement } from '../apimachinery/selectors.js';
 import { errors, successStatus } from '../apimachinery/status.js';
