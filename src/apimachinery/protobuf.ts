@@ -195,7 +195,11 @@ function messageToWire(reg: Registry, def: MessageDef, json: Json): Json {
 // ---- wire → JSON -----------------------------------------------------------------------------------------------
 
 function valueFromWire(reg: Registry, field: FieldDef, value: unknown): unknown {
-  if (field.scalar) return value;
+  if (field.scalar) {
+    // Bytes are read as buffers (the envelope's raw stays binary); in JSON they are base64.
+    if (field.type === 'bytes' && value instanceof Uint8Array) return Buffer.from(value).toString('base64');
+    return value;
+  }
   const json = (value ?? {}) as Json;
   switch (field.type) {
     case 'meta.v1.Time':
@@ -222,7 +226,7 @@ function valueFromWire(reg: Registry, field: FieldDef, value: unknown): unknown 
 
 function bytesOf(value: unknown): Buffer {
   if (typeof value === 'string') return Buffer.from(value, 'base64');
-  if (value instanceof Uint8Array) return Buffer.from(value);
+  if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength);
   return Buffer.alloc(0);
 }
 
@@ -323,14 +327,14 @@ export function decodeMessage(messageName: string, bytes: Uint8Array): Json {
   const def = reg.messages.get(messageName);
   if (def === undefined) throw new Error(`protobuf: no message ${messageName}`);
   const type = typeOf(reg, messageName);
-  const wire = type.toObject(type.decode(bytes), { longs: Number, bytes: String, defaults: false });
+  const wire = type.toObject(type.decode(bytes), { longs: Number, bytes: Buffer, defaults: false });
   return messageFromWire(reg, def, wire);
 }
 
 export function encodeEnvelope(apiVersion: string, kind: string, raw: Uint8Array): Buffer {
   const unknown = encodeMessage('runtime.Unknown', {
     typeMeta: { apiVersion, kind },
-    raw: Buffer.from(raw).toString('base64'),
+    raw: Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength),
     contentEncoding: '',
     contentType: '',
   });
@@ -351,14 +355,19 @@ export function decodeEnvelope(body: Uint8Array): Envelope {
   }
   let unknown: Json;
   try {
-    unknown = decodeMessage('runtime.Unknown', bytes.subarray(protobufPrefix.length));
+    // Read directly (not through the JSON conversion): raw stays a view of the body, not a base64 copy.
+    const type = typeOf(registryOf(), 'runtime.Unknown');
+    unknown = type.toObject(type.decode(bytes.subarray(protobufPrefix.length)), {
+      bytes: Buffer,
+      defaults: false,
+    });
   } catch (error) {
     throw new ProtobufDecodeError('envelope', (error as Error).message);
   }
   const typeMeta = (unknown.typeMeta ?? {}) as { apiVersion?: string; kind?: string };
   return {
-    apiVersion: typeMeta.apiVersion ?? '',
-    kind: typeMeta.kind ?? '',
+    apiVersion: stringOf(typeMeta.apiVersion),
+    kind: stringOf(typeMeta.kind),
     raw: bytesOf(unknown.raw),
     contentType: stringOf(unknown.contentType),
     contentEncoding: stringOf(unknown.contentEncoding),
