@@ -58,12 +58,12 @@ const allPackages = [
 
 interface Registry {
   readonly messages: ReadonlyMap<string, MessageDef>;
-  readonly root: protobuf.Root;
+  /** Per message: its fields by wire number. */
+  readonly fieldsById: ReadonlyMap<string, ReadonlyMap<number, FieldDef>>;
   /** `prefix/version/kind` → full message name. */
   readonly kinds: ReadonlyMap<string, string>;
   /** meta/v1 kinds (Status, DeleteOptions, WatchEvent, ...) by kind: every group version knows them. */
   readonly metaKinds: ReadonlyMap<string, string>;
-  readonly types: Map<string, protobuf.Type>;
 }
 
 let registry: Registry | undefined;
@@ -71,7 +71,6 @@ let registry: Registry | undefined;
 function registryOf(): Registry {
   if (registry !== undefined) return registry;
   const messages = parsePackages(allPackages);
-  const root = protobuf.Root.fromJSON(toProtobufJsDescriptor(messages));
   const kinds = new Map<string, string>();
   const metaKinds = new Map<string, string>();
   for (const pkg of allPackages) {
@@ -83,23 +82,34 @@ function registryOf(): Registry {
       if (pkg.name === 'meta.v1') metaKinds.set(kind, def.fullName);
     }
   }
-  registry = { messages, root, kinds, metaKinds, types: new Map() };
+  const fieldsById = new Map<string, Map<number, FieldDef>>();
+  for (const def of messages.values())
+    fieldsById.set(def.fullName, new Map(def.fields.map((f) => [f.id, f])));
+  registry = { messages, fieldsById, kinds, metaKinds };
   return registry;
 }
 
-function typeOf(reg: Registry, fullName: string): protobuf.Type {
-  let type = reg.types.get(fullName);
-  if (type === undefined) {
-    type = reg.root.lookupType(fullName);
-    reg.types.set(fullName, type);
-  }
-  return type;
+function messageDef(reg: Registry, fullName: string): MessageDef {
+  const def = reg.messages.get(fullName);
+  if (def === undefined) throw new Error(`protobuf: no message ${fullName}`);
+  return def;
+}
+
+/**
+ * protobufjs's reflection of the same messages (a Root built from the descriptors). The codec below drives
+ * protobufjs's Reader and Writer directly from the definitions, without intermediate message objects; the
+ * reflection is an independent reading of the same schema, which the tests check the codec against.
+ */
+export function protobufRoot(): protobuf.Root {
+  return protobuf.Root.fromJSON(toProtobufJsDescriptor(registryOf().messages));
 }
 
 type Json = Record<string, unknown>;
 
 function isPlainObject(value: unknown): value is Json {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) && !Buffer.isBuffer(value);
+  return (
+    value !== null && typeof value === 'object' && !Array.isArray(value) && !(value instanceof Uint8Array)
+  );
 }
 
 function stringOf(value: unknown): string {
@@ -135,15 +145,22 @@ function timeFromWire(value: Json, micro: boolean): string | undefined {
   return `${base}.${String(micros).padStart(6, '0')}Z`;
 }
 
-// ---- JSON → wire -----------------------------------------------------------------------------------------------
+// ---- special messages: their JSON form is not an object of their fields ---------------------------------------
 
-function valueToWire(reg: Registry, field: FieldDef, value: unknown): unknown {
-  if (value === null || value === undefined) return undefined;
-  if (field.scalar) {
-    if (typeof value === 'object' && !Buffer.isBuffer(value)) return undefined;
-    return value;
-  }
-  switch (field.type) {
+const specialTypes: ReadonlySet<string> = new Set([
+  'meta.v1.Time',
+  'meta.v1.MicroTime',
+  'intstr.IntOrString',
+  'resource.Quantity',
+  'meta.v1.FieldsV1',
+  'runtime.RawExtension',
+  'authentication.v1.ExtraValue',
+  'authorization.v1.ExtraValue',
+]);
+
+/** The wire-shaped fields of a special message from its JSON value (undefined: nothing to write). */
+function specialToWire(type: string, value: unknown): Json | undefined {
+  switch (type) {
     case 'meta.v1.Time':
     case 'meta.v1.MicroTime':
       return timeToWire(value);
@@ -156,73 +173,36 @@ function valueToWire(reg: Registry, field: FieldDef, value: unknown): unknown {
     case 'meta.v1.FieldsV1':
       return { Raw: Buffer.from(JSON.stringify(value)) };
     case 'runtime.RawExtension':
-      return { raw: Buffer.isBuffer(value) ? value : Buffer.from(JSON.stringify(value)) };
-    case 'authentication.v1.ExtraValue':
-    case 'authorization.v1.ExtraValue':
+      return { raw: value instanceof Uint8Array ? value : Buffer.from(JSON.stringify(value)) };
+    default:
+      // ExtraValue
       return Array.isArray(value) ? { items: value.map(String) } : undefined;
-    default: {
-      if (!isPlainObject(value)) return undefined;
-      const def = reg.messages.get(field.type);
-      return def === undefined ? undefined : messageToWire(reg, def, value);
-    }
   }
 }
 
-function messageToWire(reg: Registry, def: MessageDef, json: Json): Json {
-  const out: Json = {};
-  for (const field of def.fields) {
-    const value = field.inline ? json : json[field.name];
-    if (value === undefined || value === null) continue;
-    if (field.map) {
-      if (!isPlainObject(value)) continue;
-      const map: Json = {};
-      for (const [k, v] of Object.entries(value)) {
-        const w = valueToWire(reg, field, v);
-        if (w !== undefined) map[k] = w;
-      }
-      out[field.name] = map;
-    } else if (field.repeated) {
-      if (!Array.isArray(value)) continue;
-      out[field.name] = value.map((v) => valueToWire(reg, field, v)).filter((v) => v !== undefined);
-    } else {
-      const w = valueToWire(reg, field, value);
-      if (w !== undefined && !(field.inline && isZero(w))) out[field.name] = w;
-    }
-  }
-  return out;
-}
-
-// ---- wire → JSON -----------------------------------------------------------------------------------------------
-
-function valueFromWire(reg: Registry, field: FieldDef, value: unknown): unknown {
-  if (field.scalar) return value;
-  const json = (value ?? {}) as Json;
-  switch (field.type) {
+/** The JSON value of a special message from its wire fields (read with every zero kept). */
+function specialFromWire(type: string, wire: Json): unknown {
+  switch (type) {
     case 'meta.v1.Time':
-      return timeFromWire(json, false);
+      return timeFromWire(wire, false);
     case 'meta.v1.MicroTime':
-      return timeFromWire(json, true);
+      return timeFromWire(wire, true);
     case 'intstr.IntOrString':
-      return Number(json.type ?? 0) === 1 ? stringOf(json.strVal) : Number(json.intVal ?? 0);
+      return Number(wire.type ?? 0) === 1 ? stringOf(wire.strVal) : Number(wire.intVal ?? 0);
     case 'resource.Quantity':
-      return stringOf(json.string);
+      return stringOf(wire.string);
     case 'meta.v1.FieldsV1':
-      return json.Raw === undefined ? undefined : parseJsonBytes(json.Raw);
+      return wire.Raw === undefined ? undefined : parseJsonBytes(wire.Raw);
     case 'runtime.RawExtension':
-      return json.raw === undefined ? undefined : rawExtensionFromWire(json.raw);
-    case 'authentication.v1.ExtraValue':
-    case 'authorization.v1.ExtraValue':
-      return Array.isArray(json.items) ? json.items : [];
-    default: {
-      const def = reg.messages.get(field.type);
-      return def === undefined ? undefined : messageFromWire(reg, def, json);
-    }
+      return wire.raw === undefined ? undefined : rawExtensionFromWire(wire.raw);
+    default:
+      return Array.isArray(wire.items) ? wire.items : [];
   }
 }
 
 function bytesOf(value: unknown): Buffer {
   if (typeof value === 'string') return Buffer.from(value, 'base64');
-  if (value instanceof Uint8Array) return Buffer.from(value);
+  if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength);
   return Buffer.alloc(0);
 }
 
@@ -246,28 +226,183 @@ function rawExtensionFromWire(value: unknown): unknown {
   return parseJsonBytes(bytes);
 }
 
-function messageFromWire(reg: Registry, def: MessageDef, wire: Json): Json {
-  const out: Json = {};
-  for (const field of def.fields) {
-    const value = wire[field.name];
-    if (value === undefined || value === null) continue;
-    if (field.map) {
-      const map: Json = {};
-      for (const [k, v] of Object.entries(value as Json)) map[k] = valueFromWire(reg, field, v) ?? '';
-      if (Object.keys(map).length > 0) out[field.name] = map;
-    } else if (field.repeated) {
-      const items = (value as unknown[]).map((v) => valueFromWire(reg, field, v) ?? {});
-      if (items.length > 0) out[field.name] = items;
-    } else {
-      const v = valueFromWire(reg, field, value);
-      if (v === undefined) continue;
-      // Go writes every non-pointer field, zero or not: a zero there means "unset". A pointer's zero is a value,
-      // and a scalar without omitempty is always in Go's JSON.
-      if (!field.keepZero && isZero(v)) continue;
-      if (field.inline && isPlainObject(v)) Object.assign(out, v);
-      else out[field.name] = v;
+// ---- JSON → wire -----------------------------------------------------------------------------------------------
+
+const wireVarint = 0;
+const wireFixed64 = 1;
+const wireBytes = 2;
+
+function integerOf(value: unknown): number | undefined {
+  const n = typeof value === 'number' ? value : typeof value === 'string' ? Number(value) : NaN;
+  return Number.isFinite(n) ? Math.trunc(n) : undefined;
+}
+
+/** Writes one value of `field` under wire number `id` (a map entry's value is written as field 2). */
+function writeValue(reg: Registry, field: FieldDef, id: number, value: unknown, w: protobuf.Writer): void {
+  if (field.scalar) {
+    switch (field.type) {
+      case 'string':
+        if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')
+          w.uint32((id << 3) | wireBytes).string(String(value));
+        return;
+      case 'bool':
+        if (typeof value === 'boolean') w.uint32((id << 3) | wireVarint).bool(value);
+        return;
+      case 'int32': {
+        const n = integerOf(value);
+        if (n !== undefined) w.uint32((id << 3) | wireVarint).int32(n);
+        return;
+      }
+      case 'int64': {
+        const n = integerOf(value);
+        if (n !== undefined) w.uint32((id << 3) | wireVarint).int64(n);
+        return;
+      }
+      case 'double':
+        if (typeof value === 'number') w.uint32((id << 3) | wireFixed64).double(value);
+        return;
+      default:
+        // bytes: base64 in JSON
+        if (typeof value === 'string' || value instanceof Uint8Array)
+          w.uint32((id << 3) | wireBytes).bytes(bytesOf(value));
+        return;
     }
   }
+  const payload = specialTypes.has(field.type)
+    ? specialToWire(field.type, value)
+    : isPlainObject(value)
+      ? value
+      : undefined;
+  if (payload === undefined) return;
+  w.uint32((id << 3) | wireBytes).fork();
+  writeMessage(reg, messageDef(reg, field.type), payload, w);
+  w.ldelim();
+}
+
+function writeMessage(reg: Registry, def: MessageDef, json: Json, w: protobuf.Writer): void {
+  for (const field of def.fields) {
+    const value = field.inline ? json : json[field.name];
+    if (value === undefined || value === null) continue;
+    if (field.map) {
+      if (!isPlainObject(value)) continue;
+      for (const [key, v] of Object.entries(value)) {
+        if (v === undefined || v === null) continue;
+        w.uint32((field.id << 3) | wireBytes).fork();
+        w.uint32((1 << 3) | wireBytes).string(key);
+        writeValue(reg, field, 2, v, w);
+        w.ldelim();
+      }
+    } else if (field.repeated) {
+      // proto2: repeated scalars unpacked, one tag per element (as Kubernetes writes them).
+      if (Array.isArray(value))
+        for (const v of value) if (v !== undefined && v !== null) writeValue(reg, field, field.id, v, w);
+    } else {
+      writeValue(reg, field, field.id, value, w);
+    }
+  }
+}
+
+// ---- wire → JSON -----------------------------------------------------------------------------------------------
+
+const expectedWireType: Record<string, number> = {
+  string: wireBytes,
+  bytes: wireBytes,
+  bool: wireVarint,
+  int32: wireVarint,
+  int64: wireVarint,
+  double: wireFixed64,
+};
+
+function readScalar(type: string, r: protobuf.Reader): unknown {
+  switch (type) {
+    case 'string':
+      return r.string();
+    case 'bool':
+      return r.bool();
+    case 'int32':
+      return r.int32();
+    case 'int64': {
+      const v = r.int64() as unknown;
+      return typeof v === 'number' ? v : (v as { toNumber(): number }).toNumber();
+    }
+    case 'double':
+      return r.double();
+    default:
+      return Buffer.from(r.bytes()).toString('base64');
+  }
+}
+
+function readValue(reg: Registry, field: FieldDef, r: protobuf.Reader, wireType: number): unknown {
+  const expected = field.scalar ? expectedWireType[field.type] : wireBytes;
+  if (wireType !== expected) throw new Error(`proto: wrong wireType = ${wireType} for field ${field.name}`);
+  if (field.scalar) return readScalar(field.type, r);
+  const length = r.uint32();
+  const end = r.pos + length;
+  if (end > r.len) throw new RangeError(`index out of range: ${r.pos} + ${length} > ${r.len}`);
+  const special = specialTypes.has(field.type);
+  const wire = readMessage(reg, messageDef(reg, field.type), r, end, special);
+  return special ? specialFromWire(field.type, wire) : wire;
+}
+
+function zeroOf(field: FieldDef): unknown {
+  if (!field.scalar) return {};
+  if (field.type === 'bool') return false;
+  return field.type === 'string' || field.type === 'bytes' ? '' : 0;
+}
+
+/**
+ * Reads a message up to `end`. Go writes every non-pointer field, zero or not: a zero there means "unset" and is
+ * dropped, unless the field keeps zeros (a pointer, or a scalar Go's JSON always writes) or `keepZeros` (the
+ * fields of special messages).
+ */
+function readMessage(
+  reg: Registry,
+  def: MessageDef,
+  r: protobuf.Reader,
+  end: number,
+  keepZeros: boolean,
+): Json {
+  const byId = reg.fieldsById.get(def.fullName);
+  const out: Json = {};
+  while (r.pos < end) {
+    const tag = r.uint32();
+    const wireType = tag & 7;
+    const field = byId?.get(tag >>> 3);
+    if (field === undefined) {
+      r.skipType(wireType);
+      continue;
+    }
+    if (field.map) {
+      if (wireType !== wireBytes)
+        throw new Error(`proto: wrong wireType = ${wireType} for field ${field.name}`);
+      const entryEnd = r.uint32() + r.pos;
+      let key = '';
+      let value: unknown;
+      while (r.pos < entryEnd) {
+        const entryTag = r.uint32();
+        if (entryTag >>> 3 === 1) key = r.string();
+        else if (entryTag >>> 3 === 2) value = readValue(reg, field, r, entryTag & 7);
+        else r.skipType(entryTag & 7);
+      }
+      const map = (out[field.name] ??= {}) as Json;
+      map[key] = value ?? zeroOf(field);
+    } else if (field.repeated) {
+      const list = (out[field.name] ??= []) as unknown[];
+      if (field.scalar && wireType === wireBytes && expectedWireType[field.type] !== wireBytes) {
+        // A packed run (other writers may pack; Kubernetes does not).
+        const runEnd = r.uint32() + r.pos;
+        while (r.pos < runEnd) list.push(readScalar(field.type, r));
+      } else {
+        list.push(readValue(reg, field, r, wireType) ?? zeroOf(field));
+      }
+    } else {
+      const value = readValue(reg, field, r, wireType);
+      if (value === undefined || (!keepZeros && !field.keepZero && isZero(value))) continue;
+      if (field.inline && isPlainObject(value)) Object.assign(out, value);
+      else out[field.name] = value;
+    }
+  }
+  if (r.pos > end) throw new RangeError(`index out of range: ${r.pos} > ${end}`);
   return out;
 }
 
@@ -308,29 +443,30 @@ export function canEncodeProtobuf(groupDomain: string, value: unknown): boolean 
   return messageOfObject(groupDomain, value) !== undefined;
 }
 
+function finish(w: protobuf.Writer): Buffer {
+  const bytes = w.finish();
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
 /** Encodes a message's bytes (no envelope) from its JSON form. */
 export function encodeMessage(messageName: string, json: Json): Buffer {
   const reg = registryOf();
-  const def = reg.messages.get(messageName);
-  if (def === undefined) throw new Error(`protobuf: no message ${messageName}`);
-  const type = typeOf(reg, messageName);
-  return Buffer.from(type.encode(type.fromObject(messageToWire(reg, def, json))).finish());
+  const w = protobuf.Writer.create();
+  writeMessage(reg, messageDef(reg, messageName), json, w);
+  return finish(w);
 }
 
 /** Decodes a message's bytes (no envelope) into its JSON form; malformed bytes throw. */
 export function decodeMessage(messageName: string, bytes: Uint8Array): Json {
   const reg = registryOf();
-  const def = reg.messages.get(messageName);
-  if (def === undefined) throw new Error(`protobuf: no message ${messageName}`);
-  const type = typeOf(reg, messageName);
-  const wire = type.toObject(type.decode(bytes), { longs: Number, bytes: String, defaults: false });
-  return messageFromWire(reg, def, wire);
+  const r = protobuf.Reader.create(bytes);
+  return readMessage(reg, messageDef(reg, messageName), r, r.len, false);
 }
 
 export function encodeEnvelope(apiVersion: string, kind: string, raw: Uint8Array): Buffer {
   const unknown = encodeMessage('runtime.Unknown', {
     typeMeta: { apiVersion, kind },
-    raw: Buffer.from(raw).toString('base64'),
+    raw,
     contentEncoding: '',
     contentType: '',
   });
@@ -338,7 +474,7 @@ export function encodeEnvelope(apiVersion: string, kind: string, raw: Uint8Array
 }
 
 export function decodeEnvelope(body: Uint8Array): Envelope {
-  const bytes = Buffer.from(body);
+  const bytes = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   if (bytes.length === 0) throw new ProtobufDecodeError('envelope', 'empty data');
   if (
     bytes.length < protobufPrefix.length ||
@@ -349,20 +485,46 @@ export function decodeEnvelope(body: Uint8Array): Envelope {
       `provided data does not appear to be a protobuf message, expected prefix [${[...protobufPrefix].join(' ')}]`,
     );
   }
-  let unknown: Json;
+  // Read by hand (not through the JSON conversion): raw stays a view of the body, not a base64 copy.
+  const envelope: { -readonly [K in keyof Envelope]: Envelope[K] } = {
+    apiVersion: '',
+    kind: '',
+    raw: Buffer.alloc(0),
+    contentType: '',
+    contentEncoding: '',
+  };
   try {
-    unknown = decodeMessage('runtime.Unknown', bytes.subarray(protobufPrefix.length));
+    const r = protobuf.Reader.create(bytes.subarray(protobufPrefix.length));
+    while (r.pos < r.len) {
+      const tag = r.uint32();
+      switch (tag) {
+        case (1 << 3) | wireBytes: {
+          const end = r.uint32() + r.pos;
+          while (r.pos < end) {
+            const inner = r.uint32();
+            if (inner === ((1 << 3) | wireBytes)) envelope.apiVersion = r.string();
+            else if (inner === ((2 << 3) | wireBytes)) envelope.kind = r.string();
+            else r.skipType(inner & 7);
+          }
+          break;
+        }
+        case (2 << 3) | wireBytes:
+          envelope.raw = bytesOf(r.bytes());
+          break;
+        case (3 << 3) | wireBytes:
+          envelope.contentEncoding = r.string();
+          break;
+        case (4 << 3) | wireBytes:
+          envelope.contentType = r.string();
+          break;
+        default:
+          r.skipType(tag & 7);
+      }
+    }
   } catch (error) {
     throw new ProtobufDecodeError('envelope', (error as Error).message);
   }
-  const typeMeta = (unknown.typeMeta ?? {}) as { apiVersion?: string; kind?: string };
-  return {
-    apiVersion: typeMeta.apiVersion ?? '',
-    kind: typeMeta.kind ?? '',
-    raw: bytesOf(unknown.raw),
-    contentType: stringOf(unknown.contentType),
-    contentEncoding: stringOf(unknown.contentEncoding),
-  };
+  return envelope;
 }
 
 /** Encodes a JSON object (apiVersion and kind set, and a message known for them) in the envelope. */

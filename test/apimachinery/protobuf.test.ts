@@ -16,6 +16,7 @@ import {
   protobufMediaType,
   protobufMessageOf,
   protobufPrefix,
+  protobufRoot,
   ProtobufDecodeError,
 } from '../../src/apimachinery/protobuf.js';
 import { ApiError } from '../../src/apimachinery/status.js';
@@ -726,4 +727,51 @@ test('the media type follows --group-domain; negotiation prefers the client orde
   assert.equal(protobufMessageOf('svc.io', 'rbac.authorization.svc.io', 'v1', 'Role'), 'rbac.v1.Role');
   assert.equal(protobufMessageOf('k8s.io', 'rbac.authorization.k8s.io', 'v1', 'Role'), 'rbac.v1.Role');
   assert.equal(protobufMessageOf('svc.io', 'example.com', 'v1', 'Widget'), undefined);
+});
+
+test("the codec agrees with protobufjs's own reflection of the same schema, both ways", () => {
+  const root = protobufRoot();
+  const Pod = root.lookupType('core.v1.Pod');
+  const pod = {
+    metadata: { name: 'p', creationTimestamp: '2024-05-06T07:08:09Z', labels: { a: 'b' } },
+    spec: {
+      terminationGracePeriodSeconds: 0,
+      containers: [
+        { name: 'c', livenessProbe: { httpGet: { port: 'http' } }, ports: [{ containerPort: 80 }] },
+      ],
+      volumes: [{ name: 'v', configMap: { name: 'cm', defaultMode: 420 } }],
+      securityContext: { supplementalGroups: [1, 2] },
+    },
+  };
+  const viaReflection = Pod.toObject(Pod.decode(encodeMessage('core.v1.Pod', pod)), {
+    longs: Number,
+    defaults: false,
+  });
+  assert.deepEqual(viaReflection, {
+    metadata: { name: 'p', creationTimestamp: { seconds: 1714979289, nanos: 0 }, labels: { a: 'b' } },
+    spec: {
+      terminationGracePeriodSeconds: 0,
+      containers: [
+        {
+          name: 'c',
+          livenessProbe: { handler: { httpGet: { port: { type: 1, strVal: 'http' } } } },
+          ports: [{ containerPort: 80 }],
+        },
+      ],
+      volumes: [
+        {
+          name: 'v',
+          volumeSource: { configMap: { localObjectReference: { name: 'cm' }, defaultMode: 420 } },
+        },
+      ],
+      securityContext: { supplementalGroups: [1, 2] },
+    },
+  });
+  // And back: what reflection writes, the codec reads; a packed run (other writers) is read too.
+  const written = Pod.encode(Pod.fromObject(viaReflection)).finish();
+  assert.deepEqual(decodeMessage('core.v1.Pod', written), pod);
+  const packed = root.lookupType('core.v1.PodSecurityContext');
+  const packedBytes = Buffer.from([0x22, 0x02, 0x01, 0x02]); // field 4, packed [1, 2]
+  assert.deepEqual(packed.toObject(packed.decode(packedBytes), { longs: Number }).supplementalGroups, [1, 2]);
+  assert.deepEqual(decodeMessage('core.v1.PodSecurityContext', packedBytes), { supplementalGroups: [1, 2] });
 });

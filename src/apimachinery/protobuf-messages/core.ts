@@ -119,7 +119,7 @@ export const corePackages: readonly PackageText[] = [
         readinessGates:[PodReadinessGate] 28; runtimeClassName? 29; enableServiceLinks:bool? 30;
         preemptionPolicy? 31; overhead:<Quantity> 32; topologySpreadConstraints:[TopologySpreadConstraint] 33;
         setHostnameAsFQDN:bool? 35; os:PodOS? 36; hostUsers:bool? 37; schedulingGates:[PodSchedulingGate] 38;
-        resourceClaims:[PodResourceClaim] 39
+        resourceClaims:[PodResourceClaim] 39; resources:ResourceRequirements? 40
       }
       Volume { name 1; ...volumeSource:VolumeSource 2 }
       VolumeSource {
