@@ -227,6 +227,8 @@ export class SnapshotSender {
           if (answer === undefined) throw new Error(`chunk ${seq} unanswered; abandoned`);
           if (answer.outcome === 'restart') throw new Error('the follower lost the stream');
           if (answer.outcome === 'have' || answer.outcome === 'complete') {
+            // "have": the follower holds at least the snapshot asked for, not necessarily this stream's state.
+            if (answer.outcome === 'have') stream.dataIndex = stream.snapshotIndex;
             stream.state = 'complete';
             stream.completedAtMs = performance.now();
             this.streamsCompleted++;

@@ -164,6 +164,10 @@ test('a follower that fell far behind is caught up through a streamed snapshot, 
     const restarted = await cluster.start(laggard);
     await converged(cluster);
     assert.equal(restarted.replicaStatus().snapshotsRestored, 1, 'the follower was sent a snapshot');
+    // The state is installed first; the core records the snapshot's metadata in the Ready after.
+    for (let i = 0; i < 200 && restarted.replicaStatus().snapshotIndex <= laggardSnapshotBefore + 350; i++) {
+      await sleep(25);
+    }
     assert.ok(restarted.replicaStatus().snapshotIndex > laggardSnapshotBefore + 350);
     // The state came in several chunks of about 4 KiB, streamed beside the Raft core.
     assert.ok(
