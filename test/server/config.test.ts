@@ -64,9 +64,9 @@ test('feature gates: defaults by stage, locked GA gates, warnings, unknown gates
 
 test('token file: quoted group lists, comments, missing columns', () => {
   const t = parseTokenFile('# comment\nt1,alice,1\nt2,bob,2,"a,b"\n\nt3,carol,3,x,y\n');
-  assert.deepEqual(t.get('t1'), { name: 'alice', uid: '1', groups: [] });
-  assert.deepEqual(t.get('t2'), { name: 'bob', uid: '2', groups: ['a', 'b'] });
-  assert.deepEqual(t.get('t3'), { name: 'carol', uid: '3', groups: ['x', 'y'] });
+  assert.deepEqual(t.get('t1'), { name: 'alice', uid: '1', groups: [], extra: {} });
+  assert.deepEqual(t.get('t2'), { name: 'bob', uid: '2', groups: ['a', 'b'], extra: {} });
+  assert.deepEqual(t.get('t3'), { name: 'carol', uid: '3', groups: ['x', 'y'], extra: {} });
   assert.throws(() => parseTokenFile('only,two\n'), /line 1/);
 });
 
