@@ -1,5 +1,6 @@
 // API bench: a real server (in this process, embedded store, temp data dir) over HTTPS/HTTP/2 with the admin
-// client certificate: create, get, list (chunked and not), update, watch delivery latency and fan-out.
+// client certificate: create, get, list (chunked and not), update, each patch type and server-side apply on a
+// Pod-sized object (bench/api-patch.ts), watch delivery latency and fan-out.
 // Every loop is bounded in count and in time.
 import { connect, type ClientHttp2Session } from 'node:http2';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -7,6 +8,7 @@ import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parse } from 'yaml';
 import type { BenchArgs } from './main.js';
+import { patchRows } from './api-patch.js';
 import { parseServeFlags } from '../src/server/flags.js';
 import { startServer } from '../src/server/server.js';
 
@@ -169,6 +171,14 @@ export async function runApiBench(args: BenchArgs): Promise<void> {
       }),
       unit: 'ops/s',
     });
+
+    rows.push(
+      ...(await patchRows(
+        (i, method, path, body, contentType) => pick(i).request(method, path, body, contentType),
+        durationMs,
+        args.quick,
+      )),
+    );
 
     // Watch delivery latency: one watcher, one write at a time, from sending the write to receiving the event.
     const arrivals = new Map<string, number>();
