@@ -109,6 +109,14 @@ export function validateWriteOptions(
 }
 
 export function decodeBody(type: BodyType, text: string): Decoded {
+  if (type === 'apply-patch' && text.trimStart().startsWith('{')) {
+    // A JSON body is YAML with the same meaning; JSON.parse is about ten times faster than the YAML parser.
+    try {
+      return decodeJson(text);
+    } catch {
+      return decodeYaml(text);
+    }
+  }
   return type === 'yaml' || type === 'apply-patch' ? decodeYaml(text) : decodeJson(text);
 }
 
