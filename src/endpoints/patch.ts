@@ -248,7 +248,12 @@ function flag(query: URLSearchParams, name: string): boolean {
 }
 
 /** The configuration of an apply: an object of this kind, without managedFields, named as the URL names it. */
-function applyConfiguration(registry: ResourceRegistry, value: unknown, name: string): ApiObject {
+function applyConfiguration(
+  registry: ResourceRegistry,
+  value: unknown,
+  namespace: string,
+  name: string,
+): ApiObject {
   const config = asApiObject(value);
   if (config === undefined) throw errors.badRequest('error decoding YAML: the apply patch must be an object');
   const version = typeof config.apiVersion === 'string' ? config.apiVersion : '';
@@ -272,6 +277,12 @@ function applyConfiguration(registry: ResourceRegistry, value: unknown, name: st
       `the name of the object (${String(given)}) does not match the name on the URL (${name})`,
     );
   }
+  const ns = config.metadata.namespace;
+  if (registry.decl.namespaced && ns !== undefined && ns !== '' && ns !== namespace) {
+    throw errors.badRequest(
+      'the namespace of the provided object does not match the namespace sent on the request',
+    );
+  }
   config.metadata.name = name;
   return config;
 }
@@ -290,7 +301,7 @@ async function serveApply(
   dryRun: boolean,
 ): Promise<void> {
   checkFields(ctx, registry, decoded.value, decoded.duplicateFields, true);
-  const config = applyConfiguration(registry, decoded.value, name);
+  const config = applyConfiguration(registry, decoded.value, namespace, name);
   const manager = ctx.query.get('fieldManager') ?? '';
   const force = flag(ctx.query, 'force');
   const precondition = config.metadata.resourceVersion;

@@ -331,6 +331,12 @@ test('apply: fieldManager required (422), managedFields in the body 400, version
     wrongVersion.body.message,
     'Incorrect version specified in apply patch. Specified patch version: v2, expected: v1',
   );
+  const otherNamespace = await apply(
+    p,
+    { ...(cm('ap', {}) as object), metadata: { name: 'ap', namespace: 'kube-system' } },
+    'fieldManager=a',
+  );
+  assert.equal(otherNamespace.status, 400);
   const dry = await apply(p, cm('ap', { a: '1' }), 'fieldManager=a&dryRun=All');
   assert.equal(dry.status, 201);
   assert.equal((await server.request('GET', p)).status, 404);
