@@ -2,10 +2,12 @@
 // same way as separate processes (bench/api-targets.ts): Stoa on its own store (embedded for --nodes 1, a
 // replicated cluster otherwise) and the same API server on an N-member etcd (--etcd-servers). Each phase runs
 // on both targets back to back, alternating which goes first: create, get, list (one response and chunked),
-// update, merge patch, watch delivery latency and fan-out to many watchers. Every loop is bounded in count and
-// in time. Add a row by adding a phase to `phases` and a row to `rowsOf`.
+// update, merge patch, watch delivery latency, fan-out to many watchers, and each patch type and server-side
+// apply on a Pod-sized object (bench/api-patch.ts). Every loop is bounded in count and in time. Add a row by
+// adding a phase to `phases` and a row to `rowsOf`.
 import { connect, type ClientHttp2Session } from 'node:http2';
 import type { BenchArgs } from './main.js';
+import { patchBase, patchKinds, patchObjects, podSized } from './api-patch.js';
 import { startApiTarget, type ApiTarget, type Credentials } from './api-targets.js';
 import { seededRandom } from './clusters.js';
 import {
@@ -314,6 +316,32 @@ function phases(config: ApiConfig): Phase[] {
           Math.max(durationMs, 20_000),
         ),
     },
+    // Each patch type and server-side apply on Pod-sized Deployments (bench/api-patch.ts); the first creates them.
+    ...patchKinds.map((kind, k): Phase => ({
+      name: `${kind.name} on a Pod-sized object, ${concurrency} concurrent`,
+      run: async (driver) => {
+        if (k === 0) {
+          for (let i = 0; i < patchObjects; i++) {
+            await expectStatus(
+              driver.pick(i).request('POST', patchBase, podSized(`patch-${i}`, 'app:0')),
+              201,
+              `create patch-${i}`,
+            );
+          }
+        }
+        let n = 1;
+        return runLoad(concurrency, durationMs, async (w, i) => {
+          const name = `patch-${(w + i * concurrency) % patchObjects}`;
+          await expectStatus(
+            driver
+              .pick(w)
+              .request('PATCH', `${patchBase}/${name}${kind.query}`, kind.body(n++, name), kind.contentType),
+            200,
+            `${kind.name} ${name}`,
+          );
+        });
+      },
+    })),
   ];
 }
 
@@ -356,6 +384,21 @@ function rowsOf(config: ApiConfig, loads: Loads, targets: readonly Target[]): Be
     row('watch delivery latency p99 (write sent to event)', 'ms', false, ...both(6, (m) => latency(m).p99)),
     row(`fan-out to ${watchers} watchers, last delivery p50`, 'ms', false, ...both(7, (m) => latency(m).p50)),
     row(`fan-out to ${watchers} watchers, last delivery p99`, 'ms', false, ...both(7, (m) => latency(m).p99)),
+    ...patchKinds.flatMap((kind, k) => [
+      row(`${kind.name} throughput, ${concurrency} concurrent`, 'ops/s', true, ...both(8 + k, throughput)),
+      row(
+        `${kind.name} latency p50, ${concurrency} concurrent`,
+        'ms',
+        false,
+        ...both(8 + k, (m) => latency(m).p50),
+      ),
+      row(
+        `${kind.name} latency p99, ${concurrency} concurrent`,
+        'ms',
+        false,
+        ...both(8 + k, (m) => latency(m).p99),
+      ),
+    ]),
   ];
 }
 

@@ -109,6 +109,14 @@ export function validateWriteOptions(
 }
 
 export function decodeBody(type: BodyType, text: string): Decoded {
+  if (type === 'apply-patch' && text.trimStart().startsWith('{')) {
+    // A JSON body is YAML with the same meaning; JSON.parse is about ten times faster than the YAML parser.
+    try {
+      return decodeJson(text);
+    } catch {
+      return decodeYaml(text);
+    }
+  }
   return type === 'yaml' || type === 'apply-patch' ? decodeYaml(text) : decodeJson(text);
 }
 
@@ -241,7 +249,12 @@ function flag(query: URLSearchParams, name: string): boolean {
 }
 
 /** The configuration of an apply: an object of this kind, without managedFields, named as the URL names it. */
-function applyConfiguration(registry: ResourceRegistry, value: unknown, name: string): ApiObject {
+function applyConfiguration(
+  registry: ResourceRegistry,
+  value: unknown,
+  namespace: string,
+  name: string,
+): ApiObject {
   const config = asApiObject(value);
   if (config === undefined) throw errors.badRequest('error decoding YAML: the apply patch must be an object');
   const version = typeof config.apiVersion === 'string' ? config.apiVersion : '';
@@ -265,6 +278,12 @@ function applyConfiguration(registry: ResourceRegistry, value: unknown, name: st
       `the name of the object (${String(given)}) does not match the name on the URL (${name})`,
     );
   }
+  const ns = config.metadata.namespace;
+  if (registry.decl.namespaced && ns !== undefined && ns !== '' && ns !== namespace) {
+    throw errors.badRequest(
+      'the namespace of the provided object does not match the namespace sent on the request',
+    );
+  }
   config.metadata.name = name;
   return config;
 }
@@ -284,7 +303,7 @@ async function serveApply(
   admission: { readonly admit?: WriteAdmission },
 ): Promise<void> {
   checkFields(ctx, registry.decl.schema, decoded.value, decoded.duplicateFields, true);
-  const config = applyConfiguration(registry, decoded.value, name);
+  const config = applyConfiguration(registry, decoded.value, namespace, name);
   const manager = ctx.query.get('fieldManager') ?? '';
   const force = flag(ctx.query, 'force');
   const precondition = config.metadata.resourceVersion;

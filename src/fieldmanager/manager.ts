@@ -120,6 +120,39 @@ function conflictError(conflicts: readonly { entry: ManagedEntry; path: FieldPat
   return errors.applyConflict(`Apply failed with ${conflicts.length} conflicts: ${lines.join('\n')}`, causes);
 }
 
+/** kube-apiserver keeps at most this many Update entries; older ones merge into `ancient-changes`. */
+export const updateEntriesMax = 10;
+const ancientChanges = 'ancient-changes';
+
+/** Merges the oldest Update entries (per apiVersion) into one `ancient-changes` entry until at most 10 remain. */
+function capUpdateEntries(entries: ManagedEntry[]): ManagedEntry[] {
+  const updates = entries.filter((e) => e.operation === 'Update');
+  if (updates.length <= updateEntriesMax) return entries;
+  const byAge = [...updates].sort((a, b) => Date.parse(a.time ?? '') - Date.parse(b.time ?? ''));
+  let out = [...entries];
+  let count = updates.length;
+  for (const oldest of byAge) {
+    if (count <= updateEntriesMax) break;
+    if (oldest.manager === ancientChanges && oldest.subresource === '') continue;
+    const bucket = out.find(
+      (e) =>
+        e.manager === ancientChanges &&
+        e.operation === 'Update' &&
+        e.subresource === '' &&
+        e.apiVersion === oldest.apiVersion,
+    );
+    if (bucket === undefined) {
+      out = out.map((e) => (e === oldest ? { ...e, manager: ancientChanges, subresource: '' } : e));
+      continue;
+    }
+    bucket.set = bucket.set.union(oldest.set);
+    bucket.time = oldest.time;
+    out = out.filter((e) => e !== oldest);
+    count--;
+  }
+  return out;
+}
+
 const strippedMetadata = [
   'name',
   'namespace',
@@ -212,7 +245,7 @@ export class FieldManager {
   }
 
   private write(object: ApiObject, entries: readonly ManagedEntry[]): void {
-    const kept = entries.filter((e) => !e.set.isEmpty());
+    const kept = capUpdateEntries(entries.filter((e) => !e.set.isEmpty()));
     if (kept.length === 0) delete object.metadata.managedFields;
     else object.metadata.managedFields = encodeManagedFields(kept);
   }

@@ -122,6 +122,22 @@ function parseResourceVersion(text: string, what = 'resourceVersion'): Revision 
   return revision(n);
 }
 
+/** Equal JSON values, whatever the order of object keys (a no-op write that only reorders keys is no write). */
+function sameContent(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    return (
+      Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((x, i) => sameContent(x, b[i]))
+    );
+  }
+  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return false;
+  const ra = a as Record<string, unknown>;
+  const rb = b as Record<string, unknown>;
+  const keys = Object.keys(ra).filter((k) => ra[k] !== undefined);
+  if (keys.length !== Object.keys(rb).filter((k) => rb[k] !== undefined).length) return false;
+  return keys.every((k) => sameContent(ra[k], rb[k]));
+}
+
 export class ResourceRegistry {
   readonly prefix: string;
   readonly gr: GroupResource;
@@ -486,7 +502,7 @@ export class ResourceRegistry {
       }
       const next = this.prepareUpdate(mutate(clone(current)), current, options.subresource);
       options.trackFields?.(current, next, this.deps.clock.nowMs());
-      if (JSON.stringify(next) === JSON.stringify(current)) return { object: current, created: false };
+      if (sameContent(next, current)) return { object: current, created: false };
       await options.admit?.(next, current);
       if (options.dryRun) return { object: next, created: false };
       if (

@@ -331,6 +331,12 @@ test('apply: fieldManager required (422), managedFields in the body 400, version
     wrongVersion.body.message,
     'Incorrect version specified in apply patch. Specified patch version: v2, expected: v1',
   );
+  const otherNamespace = await apply(
+    p,
+    { ...(cm('ap', {}) as object), metadata: { name: 'ap', namespace: 'kube-system' } },
+    'fieldManager=a',
+  );
+  assert.equal(otherNamespace.status, 400);
   const dry = await apply(p, cm('ap', { a: '1' }), 'fieldManager=a&dryRun=All');
   assert.equal(dry.status, 201);
   assert.equal((await server.request('GET', p)).status, 404);
@@ -342,6 +348,12 @@ test('apply: fieldManager required (422), managedFields in the body 400, version
   assert.equal(second.status, 200);
   assert.equal(second.body.metadata.resourceVersion, first.body.metadata.resourceVersion);
   assert.deepEqual(second.body.metadata.managedFields, first.body.metadata.managedFields);
+  // A PUT of the same content without managedFields is no write, and keeps the managers.
+  const { managedFields: _dropped, ...meta } = second.body.metadata;
+  const put = await server.request('PUT', p, { body: { ...second.body, metadata: meta } });
+  assert.equal(put.status, 200, put.text);
+  assert.equal(put.body.metadata.resourceVersion, first.body.metadata.resourceVersion);
+  assert.deepEqual(put.body.metadata.managedFields, first.body.metadata.managedFields);
   const stale = await apply(
     p,
     { ...(cm('ap', { a: '2' }) as any), metadata: { name: 'ap', resourceVersion: '1' } },

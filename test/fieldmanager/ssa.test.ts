@@ -181,3 +181,28 @@ test('property: every field an applier owns holds the value it last applied', ()
     { numRuns: 300 },
   );
 });
+
+test('at most 10 Update entries: the oldest merge into ancient-changes', () => {
+  let live: ApiObject = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cm' } };
+  for (let i = 0; i < 13; i++) {
+    const next = structuredClone(live);
+    next.data = { ...(live.data as object), [`k${i}`]: 'v' };
+    manager.update(live, next, `m${i}`, '', 1_000_000 + i * 1000);
+    live = next;
+  }
+  const entries = decodeManagedFields(live.metadata.managedFields) ?? [];
+  assert.equal(entries.length, 10);
+  const ancient = entries.find((e) => e.manager === 'ancient-changes');
+  assert.ok(ancient !== undefined);
+  assert.deepEqual(ancient.set.paths().map(pathString), [
+    '.data',
+    '.data.k0',
+    '.data.k1',
+    '.data.k2',
+    '.data.k3',
+  ]);
+  assert.deepEqual(
+    entries.filter((e) => e.manager !== 'ancient-changes').map((e) => e.manager),
+    ['m4', 'm5', 'm6', 'm7', 'm8', 'm9', 'm10', 'm11', 'm12'],
+  );
+});
