@@ -11,6 +11,7 @@ import { respond } from '../endpoints/context.js';
 import type { Handler } from '../filters/handler.js';
 import type { Registries } from '../registry/index.js';
 import { anonymousConfig } from './anonymous.js';
+import { BootstrapTokenAuthenticator } from './bootstrap-token.js';
 import { ClientCertificateAuthenticator, parseCertificateBundle } from './client-cert.js';
 import { RequestHeaderAuthenticator } from './request-header.js';
 import { loadTokenFile, TokenFileAuthenticator } from './token-file.js';
@@ -114,6 +115,9 @@ export async function buildAuthentication(inputs: AuthenticationInputs): Promise
     inputs.objects,
   );
   tokenMethods.push(serviceAccounts);
+  if (flags.enableBootstrapTokenAuth) {
+    tokenMethods.push(new BootstrapTokenAuthenticator(inputs.objects, inputs.domainPrefix, inputs.nowMs));
+  }
   tokenMethods.push(...(inputs.tokenMethods ?? []));
   authenticators.push(new BearerTokenAuthenticator(tokenMethods));
   if (flags.anonymousAuth !== undefined && inputs.configAnonymous !== undefined) {

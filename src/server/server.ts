@@ -30,6 +30,8 @@ import {
 import { domainPrefix } from '../apimachinery/kind.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { Controllers } from '../controllers/index.js';
+import { BootstrapControllers } from '../controllers/bootstrap.js';
+import { controllerEnabled } from './authn-flags.js';
 import { prepareCredentials, writeAdminKubeconfig } from './certificates.js';
 import { parseFeatureGates } from './features.js';
 import type { ServeOptions } from './flags.js';
@@ -145,6 +147,18 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
   health.hookCompleted('bootstrap-default-namespaces');
   const controllers = new Controllers(registries, logger);
   controllers.start();
+  const bootstrapControllers = new BootstrapControllers(
+    registries,
+    {
+      cleaner: controllerEnabled(options.authentication.controllers, 'tokencleaner', false),
+      signer: controllerEnabled(options.authentication.controllers, 'bootstrapsigner', false),
+      domainPrefix: domainPrefix(ctx),
+      serverUrl: () => `https://${options.advertiseAddress ?? options.bindAddress}:${port}`,
+      caPem: credentials.generatedCa?.certPem ?? credentials.servingCertPem,
+      nowMs: () => clock.nowMs(),
+    },
+    logger,
+  );
   health.hookCompleted('start-controllers');
 
   let port = options.securePort;
@@ -240,6 +254,7 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
   const url = `https://${host.includes(':') ? `[${host}]` : host}:${port}`;
   const kubeconfigPath = await writeAdminKubeconfig(options.dataDir, url, credentials);
   await ensureKubernetesService(registries, options.serviceClusterIpRange, port);
+  bootstrapControllers.start();
   logger.info({ url, port, groupDomain: options.groupDomain }, 'serving');
 
   let closing: Promise<void> | undefined;
@@ -259,6 +274,7 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
       for (const socket of sockets) socket.destroy();
       await closed;
       controllers.stop();
+      await bootstrapControllers.stop();
       registries.close();
       await store.close();
       logger.info('stopped');
