@@ -99,6 +99,8 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
     objects: registryLookup(() => bound.registries),
     domainPrefix: domainPrefix({ groupDomain: options.groupDomain, serviceClusterIpRange: '' }),
     nowMs: () => clock.nowMs(),
+    groupDomain: options.groupDomain,
+    warn: (message, error) => logger.warn({ err: error }, message),
   });
   const metrics = new Metrics();
   const { store: rawStore, replica, engine } = await openServerStore(options, logger);
@@ -275,6 +277,7 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
       await closed;
       controllers.stop();
       await bootstrapControllers.stop();
+      authentication.close();
       registries.close();
       await store.close();
       logger.info('stopped');
