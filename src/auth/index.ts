@@ -19,6 +19,7 @@ import {
   type AuthenticationConfiguration,
 } from './authentication-config.js';
 import { JwtAuthenticator, JwtAuthenticators } from './oidc.js';
+import { loadWebhookKubeconfig, WebhookTokenAuthenticator } from './webhook-token.js';
 import { ClientCertificateAuthenticator, parseCertificateBundle } from './client-cert.js';
 import { RequestHeaderAuthenticator } from './request-header.js';
 import { loadTokenFile, TokenFileAuthenticator } from './token-file.js';
@@ -132,6 +133,23 @@ export async function buildAuthentication(inputs: AuthenticationInputs): Promise
   authenticators.push(new BearerTokenAuthenticator(tokenMethods));
   const jwt = await jwtAuthenticators(inputs);
   if (jwt.authenticators !== undefined) tokenMethods.push(jwt.authenticators);
+  if (flags.webhook !== undefined) {
+    let connection;
+    try {
+      connection = await loadWebhookKubeconfig(flags.webhook.configFile);
+    } catch (error) {
+      throw new AuthenticationConfigError(
+        `--authentication-token-webhook-config-file ${(error as Error).message}`,
+      );
+    }
+    tokenMethods.push(
+      new WebhookTokenAuthenticator(connection, {
+        cacheTtlMs: flags.webhook.cacheTtlMs,
+        version: flags.webhook.version,
+        nowMs: inputs.nowMs,
+      }),
+    );
+  }
   const configAnonymous = jwt.config?.anonymous;
   if (flags.anonymousAuth !== undefined && configAnonymous !== undefined) {
     throw new AuthenticationConfigError(
