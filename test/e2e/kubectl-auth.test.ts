@@ -107,3 +107,101 @@ test('kubectl create token: a TokenRequest whose token authenticates as the serv
     r.status === 201 ? body.status.userInfo.username : /User "([^"]+)"/.exec(String(body.message))?.[1];
   assert.equal(name, 'system:serviceaccount:default:builder');
 });
+
+/** A kubeconfig whose user runs `stoa credential` with these arguments. */
+function execKubeconfig(apiVersion: string, args: string[]): string {
+  return JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [
+      {
+        name: 'stoa',
+        cluster: {
+          server: server.url,
+          'certificate-authority-data': Buffer.from(server.admin.ca).toString('base64'),
+        },
+      },
+    ],
+    users: [
+      {
+        name: 'plugin',
+        user: {
+          exec: {
+            apiVersion,
+            command: process.execPath,
+            args: [resolve('dist/src/server/main.js'), 'credential', ...args],
+            interactiveMode: 'Never',
+            provideClusterInfo: true,
+          },
+        },
+      },
+    ],
+    contexts: [{ name: 'c', context: { cluster: 'stoa', user: 'plugin' } }],
+    'current-context': 'c',
+  });
+}
+
+for (const version of ['v1', 'v1beta1']) {
+  test(`stoa credential as a ${version} exec plugin: a token with an expiration, then a client certificate`, async () => {
+    const apiVersion = `client.authentication.k8s.io/${version}`;
+    const withToken = await writeTemp(
+      workDir,
+      `token-${version}.kubeconfig`,
+      execKubeconfig(apiVersion, ['--token', 'plugin-token', '--expiration-seconds', '600']),
+    );
+    const who = JSON.parse(await ok(['auth', 'whoami', '-o', 'json'], withToken)) as Review;
+    assert.equal(who.status.userInfo.username, 'plugin-user');
+    const cert = await writeTemp(workDir, 'admin.crt', server.admin.cert);
+    const key = await writeTemp(workDir, 'admin.key', server.admin.key);
+    const withCert = await writeTemp(
+      workDir,
+      `cert-${version}.kubeconfig`,
+      execKubeconfig(apiVersion, ['--client-certificate', cert, '--client-key', key]),
+    );
+    assert.match(await ok(['get', 'namespaces', '-o', 'name'], withCert), /namespace\/default/);
+  });
+}
+
+test('stoa credential reads KUBERNETES_EXEC_INFO and refuses what it cannot answer', async () => {
+  const run = (
+    args: string[],
+    execInfo?: string,
+  ): Promise<{ code: number; stdout: string; stderr: string }> =>
+    new Promise((done) => {
+      execFile(
+        process.execPath,
+        [resolve('dist/src/server/main.js'), 'credential', ...args],
+        { env: { ...process.env, ...(execInfo === undefined ? {} : { KUBERNETES_EXEC_INFO: execInfo }) } },
+        (error, stdout, stderr) =>
+          done({
+            code: error === null ? 0 : typeof error.code === 'number' ? error.code : 1,
+            stdout,
+            stderr,
+          }),
+      );
+    });
+  const info = JSON.stringify({
+    apiVersion: 'client.authentication.svc.io/v1beta1',
+    kind: 'ExecCredential',
+    spec: { interactive: false },
+  });
+  const r = await run(['--token', 't', '--expiration-seconds', '60'], info);
+  assert.equal(r.code, 0, r.stderr);
+  const out = JSON.parse(r.stdout) as {
+    apiVersion: string;
+    kind: string;
+    status: { token: string; expirationTimestamp: string };
+  };
+  assert.equal(out.apiVersion, 'client.authentication.svc.io/v1beta1');
+  assert.equal(out.kind, 'ExecCredential');
+  assert.equal(out.status.token, 't');
+  assert.ok(Math.abs(Date.parse(out.status.expirationTimestamp) - Date.now() - 60_000) < 5_000);
+  const bad = await run(['--token', 't'], JSON.stringify({ apiVersion: 'v1', kind: 'Pod' }));
+  assert.equal(bad.code, 1);
+  assert.match(bad.stderr, /unsupported ExecCredential apiVersion/);
+  const nothing = await run([]);
+  assert.equal(nothing.code, 1);
+  assert.match(nothing.stderr, /nothing to hand out/);
+  const half = await run(['--client-certificate', 'x']);
+  assert.match(half.stderr, /must be given together/);
+});
