@@ -9,6 +9,7 @@ import { parse } from 'yaml';
 import type { BenchArgs } from './main.js';
 import { parseServeFlags } from '../src/server/flags.js';
 import { startServer } from '../src/server/server.js';
+import { authenticationRows } from './authn.js';
 
 interface Row {
   readonly name: string;
@@ -242,11 +243,12 @@ export async function runApiBench(args: BenchArgs): Promise<void> {
     await server.close();
     await rm(dir, { recursive: true, force: true });
   }
+  rows.push(...(await authenticationRows(args.quick)));
   const width = Math.max(...rows.map((r) => r.name.length));
   process.stdout.write(`API bench (${cpus().length} CPUs, HTTPS/HTTP2, embedded store)\n`);
   for (const r of rows)
     process.stdout.write(
-      `${r.name.padEnd(width)}  ${r.value.toFixed(r.unit === 'ms' ? 2 : 0).padStart(10)} ${r.unit}\n`,
+      `${r.name.padEnd(width)}  ${r.value.toFixed(r.unit === 'ops/s' ? 0 : 2).padStart(10)} ${r.unit}\n`,
     );
   const out = args.out ?? `bench/results/api-${new Date().toISOString().replace(/[:.]/g, '-')}.json`;
   await mkdir(dirname(out), { recursive: true });
