@@ -8,6 +8,7 @@
 import { connect, type ClientHttp2Session } from 'node:http2';
 import type { BenchArgs } from './main.js';
 import { patchBase, patchKinds, patchObjects, podSized } from './api-patch.js';
+import { authenticationRows } from './authn.js';
 import { startApiTarget, type ApiTarget, type Credentials } from './api-targets.js';
 import { seededRandom } from './clusters.js';
 import {
@@ -491,7 +492,14 @@ export async function runApiBench(args: BenchArgs): Promise<void> {
     }
   }
 
-  const rows = rowsOf(config, loads, args.targets);
+  // Authentication cost per request, per method: measured in this process on Stoa's own authenticators (etcd has
+  // no counterpart, so those rows show '-' for it).
+  log('  authentication cost per method (in process)');
+  const authn = await authenticationRows(quick);
+  const rows = [
+    ...rowsOf(config, loads, args.targets),
+    ...authn.map((r) => row(r.name, r.unit, false, r.value, NaN)),
+  ];
   process.stdout.write(table(rows) + '\n');
   const out = args.out ?? defaultOut('api');
   const report = {

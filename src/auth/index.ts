@@ -11,6 +11,15 @@ import { respond } from '../endpoints/context.js';
 import type { Handler } from '../filters/handler.js';
 import type { Registries } from '../registry/index.js';
 import { anonymousConfig } from './anonymous.js';
+import { BootstrapTokenAuthenticator } from './bootstrap-token.js';
+import {
+  issuerFromFlags,
+  parseAuthenticationConfiguration,
+  watchAuthenticationConfiguration,
+  type AuthenticationConfiguration,
+} from './authentication-config.js';
+import { JwtAuthenticator, JwtAuthenticators } from './oidc.js';
+import { loadWebhookKubeconfig, WebhookTokenAuthenticator } from './webhook-token.js';
 import { ClientCertificateAuthenticator, parseCertificateBundle } from './client-cert.js';
 import { RequestHeaderAuthenticator } from './request-header.js';
 import { loadTokenFile, TokenFileAuthenticator } from './token-file.js';
@@ -41,8 +50,9 @@ export interface AuthenticationInputs {
   readonly nowMs: () => number;
   /** Token methods built elsewhere (bootstrap tokens, JWT issuers, webhook), after the service accounts'. */
   readonly tokenMethods?: readonly TokenAuthenticator[];
-  /** The anonymous setting of --authentication-config, when the file has one. */
-  readonly configAnonymous?: { readonly enabled: boolean; readonly paths: readonly string[] };
+  readonly groupDomain: string;
+  /** Reload and key-fetch problems (the server keeps running with what it had). */
+  readonly warn: (message: string, error: unknown) => void;
 }
 
 export interface BuiltAuthentication {
@@ -50,6 +60,8 @@ export interface BuiltAuthentication {
   readonly serviceAccounts: ServiceAccountTokens;
   /** PEM of every CA a client certificate may chain to (the TLS layer asks for certificates under these). */
   readonly tlsClientCaPem: string;
+  /** Stops watching the authentication configuration file. */
+  close(): void;
 }
 
 async function readCas(path: string, flag: string): Promise<{ pem: string; cas: X509Certificate[] }> {
@@ -114,22 +126,102 @@ export async function buildAuthentication(inputs: AuthenticationInputs): Promise
     inputs.objects,
   );
   tokenMethods.push(serviceAccounts);
+  if (flags.enableBootstrapTokenAuth) {
+    tokenMethods.push(new BootstrapTokenAuthenticator(inputs.objects, inputs.domainPrefix, inputs.nowMs));
+  }
   tokenMethods.push(...(inputs.tokenMethods ?? []));
   authenticators.push(new BearerTokenAuthenticator(tokenMethods));
-  if (flags.anonymousAuth !== undefined && inputs.configAnonymous !== undefined) {
+  const jwt = await jwtAuthenticators(inputs);
+  if (jwt.authenticators !== undefined) tokenMethods.push(jwt.authenticators);
+  if (flags.webhook !== undefined) {
+    let connection;
+    try {
+      connection = await loadWebhookKubeconfig(flags.webhook.configFile);
+    } catch (error) {
+      throw new AuthenticationConfigError(
+        `--authentication-token-webhook-config-file ${(error as Error).message}`,
+      );
+    }
+    tokenMethods.push(
+      new WebhookTokenAuthenticator(connection, {
+        cacheTtlMs: flags.webhook.cacheTtlMs,
+        version: flags.webhook.version,
+        nowMs: inputs.nowMs,
+      }),
+    );
+  }
+  const configAnonymous = jwt.config?.anonymous;
+  if (flags.anonymousAuth !== undefined && configAnonymous !== undefined) {
     throw new AuthenticationConfigError(
       'anonymous is not supported both in --authentication-config and with the --anonymous-auth flag: set one',
     );
   }
   const anonymous =
-    inputs.configAnonymous !== undefined
-      ? anonymousConfig(inputs.configAnonymous.enabled, inputs.configAnonymous.paths)
+    configAnonymous !== undefined
+      ? anonymousConfig(configAnonymous.enabled, configAnonymous.paths)
       : anonymousConfig(flags.anonymousAuth ?? true);
   return {
     authenticator: new UnionAuthenticator(authenticators, anonymous),
     serviceAccounts,
     tlsClientCaPem,
+    close: () => jwt.watcher?.close(),
   };
+}
+
+async function readConfigFile(path: string, flag: string): Promise<string> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (error) {
+    throw new AuthenticationConfigError(`--${flag}: cannot read ${path}: ${(error as Error).message}`);
+  }
+}
+
+/** The JWT issuers of --oidc-* or --authentication-config (the flags parser refuses both together). */
+async function jwtAuthenticators(inputs: AuthenticationInputs): Promise<{
+  authenticators?: JwtAuthenticators;
+  config?: AuthenticationConfiguration;
+  watcher?: { close(): void };
+}> {
+  const { flags } = inputs;
+  const prefetch = (list: readonly JwtAuthenticator[]): void => {
+    for (const a of list)
+      a.refreshKeys().catch((error: unknown) => inputs.warn(`fetching the keys of ${a.issuer.url}`, error));
+  };
+  if (flags.oidc !== undefined) {
+    const caPem =
+      flags.oidc.caFile === undefined ? undefined : await readConfigFile(flags.oidc.caFile, 'oidc-ca-file');
+    const authenticator = new JwtAuthenticator(issuerFromFlags(flags.oidc, caPem), inputs.nowMs);
+    prefetch([authenticator]);
+    return { authenticators: new JwtAuthenticators([authenticator]) };
+  }
+  const path = flags.authenticationConfig;
+  if (path === undefined) return {};
+  const text = await readConfigFile(path, 'authentication-config');
+  let config: AuthenticationConfiguration;
+  try {
+    config = parseAuthenticationConfiguration(text, inputs.groupDomain);
+  } catch (error) {
+    throw new AuthenticationConfigError(`--authentication-config ${path}: ${(error as Error).message}`);
+  }
+  const list = config.jwt.map((issuer) => new JwtAuthenticator(issuer, inputs.nowMs));
+  prefetch(list);
+  const authenticators = new JwtAuthenticators(list);
+  const watcher = watchAuthenticationConfiguration(
+    path,
+    text,
+    inputs.groupDomain,
+    (_next, fresh) => {
+      prefetch(fresh);
+      authenticators.replace(fresh);
+      inputs.warn(`--authentication-config ${path}: reloaded (${fresh.length} jwt issuers)`, undefined);
+    },
+    (error) =>
+      inputs.warn(
+        `--authentication-config ${path}: the changed file is not valid; keeping the previous one`,
+        error,
+      ),
+  );
+  return { authenticators, config, watcher };
 }
 
 /** Service accounts, pods and secrets read from the watch caches (resourceVersion "0": no quorum round). */

@@ -6,6 +6,7 @@ import { startServer } from './server.js';
 import { AuthenticationConfigError } from '../auth/index.js';
 import { runMemberCommand } from './member-command.js';
 import { runSnapshotCommand } from './snapshot-command.js';
+import { runCredentialCommand } from './credential-command.js';
 import { runClusterCommand } from '../../cluster/command.js';
 
 const usage = `usage: stoa <command> [flags]
@@ -34,6 +35,8 @@ async function main(argv: readonly string[]): Promise<number> {
       return runMemberCommand(argv.slice(1));
     case 'snapshot':
       return runSnapshotCommand(argv.slice(1));
+    case 'credential':
+      return runCredentialCommand(argv.slice(1));
     default:
       process.stderr.write(`stoa: unknown command "${command}"\n\n${usage}`);
       return 2;

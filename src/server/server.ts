@@ -31,6 +31,8 @@ import { Authorization } from '../auth/authorization.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { Controllers } from '../controllers/index.js';
 import { AggregationController, reconcileDefaultRbac } from '../controllers/rbac.js';
+import { BootstrapControllers } from '../controllers/bootstrap.js';
+import { controllerEnabled } from './authn-flags.js';
 import { prepareCredentials, writeAdminKubeconfig } from './certificates.js';
 import { parseFeatureGates } from './features.js';
 import type { ServeOptions } from './flags.js';
@@ -99,6 +101,8 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
     objects: registryLookup(() => bound.registries),
     domainPrefix: domainPrefix({ groupDomain: options.groupDomain, serviceClusterIpRange: '' }),
     nowMs: () => clock.nowMs(),
+    groupDomain: options.groupDomain,
+    warn: (message, error) => logger.warn({ err: error }, message),
   });
   const metrics = new Metrics();
   const { store: rawStore, replica, engine } = await openServerStore(options, logger);
@@ -167,6 +171,18 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
   health.hookCompleted('bootstrap-default-namespaces');
   const controllers = new Controllers(registries, logger);
   controllers.start();
+  const bootstrapControllers = new BootstrapControllers(
+    registries,
+    {
+      cleaner: controllerEnabled(options.authentication.controllers, 'tokencleaner', false),
+      signer: controllerEnabled(options.authentication.controllers, 'bootstrapsigner', false),
+      domainPrefix: domainPrefix(ctx),
+      serverUrl: () => `https://${options.advertiseAddress ?? options.bindAddress}:${port}`,
+      caPem: credentials.generatedCa?.certPem ?? credentials.servingCertPem,
+      nowMs: () => clock.nowMs(),
+    },
+    logger,
+  );
   health.hookCompleted('start-controllers');
 
   let port = options.securePort;
@@ -266,6 +282,7 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
   const url = `https://${host.includes(':') ? `[${host}]` : host}:${port}`;
   const kubeconfigPath = await writeAdminKubeconfig(options.dataDir, url, credentials);
   await ensureKubernetesService(registries, options.serviceClusterIpRange, port);
+  bootstrapControllers.start();
   logger.info({ url, port, groupDomain: options.groupDomain }, 'serving');
 
   let closing: Promise<void> | undefined;
@@ -287,6 +304,8 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
       controllers.stop();
       aggregation.stop();
       authorization.close();
+      await bootstrapControllers.stop();
+      authentication.close();
       registries.close();
       await store.close();
       logger.info('stopped');
