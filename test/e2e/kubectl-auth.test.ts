@@ -3,48 +3,19 @@
 // credential plugin (v1 and v1beta1, token and client certificate) in a kubeconfig.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { send, startTestServer, writeTemp, type TestServer } from './harness.js';
+import { ensureKubectl, kubectlOk } from '../support/kubectl.js';
 
-const kubectlPath = resolve('.tools/kubectl');
 let server: TestServer;
+const ok = (args: string[], kubeconfig = server.kubeconfig): Promise<string> => kubectlOk(kubeconfig, args);
 let workDir: string;
 
-function kubectl(
-  args: string[],
-  kubeconfig = server.kubeconfig,
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolvePromise) => {
-    execFile(
-      kubectlPath,
-      ['--kubeconfig', kubeconfig, ...args],
-      { timeout: 30_000 },
-      (error, stdout, stderr) => {
-        resolvePromise({
-          code: error === null ? 0 : typeof error.code === 'number' ? error.code : 1,
-          stdout,
-          stderr,
-        });
-      },
-    );
-  });
-}
-
-async function ok(args: string[], kubeconfig?: string): Promise<string> {
-  const r = await kubectl(args, kubeconfig);
-  assert.equal(r.code, 0, `kubectl ${args.join(' ')} failed: ${r.stderr}`);
-  return r.stdout;
-}
-
 before(async () => {
-  if (!existsSync(kubectlPath)) {
-    const r = spawnSync(process.execPath, ['scripts/kubectl.mjs'], { stdio: 'inherit' });
-    assert.equal(r.status, 0, 'extracting kubectl failed');
-  }
+  ensureKubectl();
   workDir = await mkdtemp(join(tmpdir(), 'stoa-kubectl-auth-'));
   const tokens = await writeTemp(workDir, 'tokens.csv', 'plugin-token,plugin-user,p-1,"system:masters"\n');
   server = await startTestServer(['--group-domain', 'k8s.io', '--token-auth-file', tokens]);

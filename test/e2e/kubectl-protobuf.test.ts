@@ -5,10 +5,7 @@
 // and watch streams, decoded here from the raw bytes; JSON when JSON comes first; 406 and 400 where due.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
-import { resolve } from 'node:path';
 import {
   decodeEnvelope,
   decodeMessage,
@@ -17,34 +14,13 @@ import {
   protobufPrefix,
 } from '../../src/apimachinery/protobuf.js';
 import { startTestServer, type TestServer } from './harness.js';
+import { ensureKubectl, kubectlOk, runKubectl, type KubectlResult } from '../support/kubectl.js';
 
 const protobufType = 'application/vnd.kubernetes.protobuf';
 
-const kubectlPath = resolve('.tools/kubectl');
 let server: TestServer;
-
-function kubectl(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolvePromise) => {
-    execFile(
-      kubectlPath,
-      ['--kubeconfig', server.kubeconfig, ...args],
-      { timeout: 30_000 },
-      (error, stdout, stderr) => {
-        resolvePromise({
-          code: error === null ? 0 : typeof error.code === 'number' ? error.code : 1,
-          stdout,
-          stderr,
-        });
-      },
-    );
-  });
-}
-
-async function ok(...args: string[]): Promise<string> {
-  const r = await kubectl(...args);
-  assert.equal(r.code, 0, `kubectl ${args.join(' ')} failed: ${r.stderr}`);
-  return r.stdout;
-}
+const kubectl = (...args: string[]): Promise<KubectlResult> => runKubectl(server.kubeconfig, args);
+const ok = (...args: string[]): Promise<string> => kubectlOk(server.kubeconfig, args);
 
 async function getJson(...args: string[]): Promise<Record<string, any>> {
   return JSON.parse(await ok('get', ...args, '-o', 'json')) as Record<string, any>;
@@ -104,10 +80,7 @@ function decoded(response: RawResponse, kind: string, group = '', version = 'v1'
 }
 
 before(async () => {
-  if (!existsSync(kubectlPath)) {
-    const r = spawnSync(process.execPath, ['scripts/kubectl.mjs'], { stdio: 'inherit' });
-    assert.equal(r.status, 0, 'extracting kubectl failed');
-  }
+  ensureKubectl();
   server = await startTestServer(['--group-domain', 'k8s.io']);
 });
 

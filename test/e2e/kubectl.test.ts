@@ -2,46 +2,21 @@
 // yaml/json, Table output, apply (create, then patch), label selectors, chunked get, get -w, delete.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawn, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { parse } from 'yaml';
 import { startTestServer, type TestServer } from './harness.js';
+import { ensureKubectl, kubectlOk, kubectlPath, runKubectl, type KubectlResult } from '../support/kubectl.js';
 
-const kubectlPath = resolve('.tools/kubectl');
 let server: TestServer;
+const kubectl = (...args: string[]): Promise<KubectlResult> => runKubectl(server.kubeconfig, args);
+const ok = (...args: string[]): Promise<string> => kubectlOk(server.kubeconfig, args);
 let workDir: string;
 
-function kubectl(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolvePromise) => {
-    execFile(
-      kubectlPath,
-      ['--kubeconfig', server.kubeconfig, ...args],
-      { timeout: 30_000 },
-      (error, stdout, stderr) => {
-        resolvePromise({
-          code: error === null ? 0 : typeof error.code === 'number' ? error.code : 1,
-          stdout,
-          stderr,
-        });
-      },
-    );
-  });
-}
-
-async function ok(...args: string[]): Promise<string> {
-  const r = await kubectl(...args);
-  assert.equal(r.code, 0, `kubectl ${args.join(' ')} failed: ${r.stderr}`);
-  return r.stdout;
-}
-
 before(async () => {
-  if (!existsSync(kubectlPath)) {
-    const r = spawnSync(process.execPath, ['scripts/kubectl.mjs'], { stdio: 'inherit' });
-    assert.equal(r.status, 0, 'extracting kubectl failed');
-  }
+  ensureKubectl();
   workDir = await mkdtemp(join(tmpdir(), 'stoa-kubectl-'));
   server = await startTestServer(['--group-domain', 'k8s.io']);
 });
