@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // The `stoa` executable: one entry point, one function per subcommand.
 
+import { AbacPolicyError } from '../auth/abac.js';
+import { AuthorizationConfigError } from '../auth/authorization-config.js';
 import { FlagError, parseServeFlags, serveUsage } from './flags.js';
 import { startServer } from './server.js';
 import { runMemberCommand } from './member-command.js';
@@ -54,7 +56,17 @@ async function serve(argv: readonly string[]): Promise<number> {
     process.stdout.write(serveUsage);
     return 0;
   }
-  const server = await startServer(options);
+  let server;
+  try {
+    server = await startServer(options);
+  } catch (error) {
+    // A bad authorization policy or configuration file: one line naming the file and the problem.
+    if (error instanceof AuthorizationConfigError || error instanceof AbacPolicyError) {
+      process.stderr.write(`stoa serve: ${error.message}\n`);
+      return 1;
+    }
+    throw error;
+  }
   process.stdout.write(`stoa: serving on ${server.url} (port ${server.port})\n`);
   if (server.kubeconfigPath !== undefined) {
     process.stdout.write(

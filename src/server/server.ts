@@ -81,6 +81,10 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
   const logger = pino({ level: options.logLevel, base: { component: 'apiserver' } }, pino.destination(2));
   const { gates, warnings } = parseFeatureGates(options.featureGates);
   for (const w of warnings) logger.warn(w);
+  await Authorization.preflight(options.authorization, {
+    groupDomain: options.groupDomain,
+    serviceClusterIpRange: options.serviceClusterIpRange,
+  });
   await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
   const credentials = await prepareCredentials(options);
   const tokens = await loadTokenFile(options.tokenAuthFile);
@@ -136,6 +140,7 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
     logger,
   });
   authorization.start();
+  authorization.startReload();
   const escalation = authorization.escalation();
   late.reviewer = authorization.reviewer(gates.enabled('AuthorizeWithSelectors'));
   await reconcileDefaultRbac(registries, ctx, logger);
