@@ -3,6 +3,7 @@
 import { runClusterBench } from './cluster.js';
 import { runStoreBench } from './store.js';
 import { runApiBench } from './api.js';
+import { runAuthzBench } from './authz.js';
 
 export interface BenchArgs {
   /** Seconds per measured row (default 5). */
@@ -21,6 +22,7 @@ const scenarios: Record<string, (args: BenchArgs) => Promise<void>> = {
   store: runStoreBench,
   cluster: runClusterBench,
   api: runApiBench,
+  authz: runAuthzBench,
 };
 
 function usage(): never {
