@@ -12,7 +12,7 @@ import { NodeAuthorizer } from '../src/auth/node-authorizer.js';
 import { bootstrapPolicy } from '../src/auth/rbac/bootstrap.js';
 import { RbacAuthorizer } from '../src/auth/rbac/authorizer.js';
 import { RbacIndex } from '../src/auth/rbac/index.js';
-import { UnionAuthorizer, withPrivilegedGroup } from '../src/auth/union.js';
+import { UnionAuthorizer, withPrivilegedGroup } from '../src/auth/authorizer-union.js';
 
 const decisionsMax = 20_000_000;
 const namespaces = 1000;

@@ -27,7 +27,7 @@ import { NodeAuthorizer, type PodSource } from './node-authorizer.js';
 import { RbacAuthorizer } from './rbac/authorizer.js';
 import { EscalationCheck } from './rbac/escalation.js';
 import { RbacIndex, type RbacKind } from './rbac/index.js';
-import { UnionAuthorizer, withPrivilegedGroup } from './union.js';
+import { UnionAuthorizer, withPrivilegedGroup } from './authorizer-union.js';
 
 export interface AuthorizationDeps {
   readonly registries: Registries;

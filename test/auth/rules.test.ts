@@ -9,7 +9,7 @@ import type { UserInfo } from '../../src/auth/user.js';
 import { policyRule, ruleAllows, uncovered, type PolicyRule } from '../../src/auth/rbac/rules.js';
 import { RbacIndex } from '../../src/auth/rbac/index.js';
 import { RbacAuthorizer } from '../../src/auth/rbac/authorizer.js';
-import { UnionAuthorizer, withPrivilegedGroup } from '../../src/auth/union.js';
+import { UnionAuthorizer, withPrivilegedGroup } from '../../src/auth/authorizer-union.js';
 import { alwaysAllow, alwaysDeny } from '../../src/auth/always.js';
 import { AbacAuthorizer, parseAbacPolicies } from '../../src/auth/abac.js';
 import { NodeAuthorizer } from '../../src/auth/node-authorizer.js';

@@ -7,7 +7,7 @@ import type { ApiObject } from '../../apimachinery/meta.js';
 import { errors, type GroupResource } from '../../apimachinery/status.js';
 import type { ResourceRegistry, WriteAdmission } from '../../registry/store.js';
 import type { Attributes, Authorizer } from '../authorizer.js';
-import { privilegedGroup } from '../union.js';
+import { privilegedGroup } from '../authorizer-union.js';
 import type { UserInfo } from '../user.js';
 import type { RbacIndex } from './index.js';
 import { compactRuleString, policyRule, uncovered, type PolicyRule } from './rules.js';
