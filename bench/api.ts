@@ -1,25 +1,31 @@
-// API bench: a real server (in this process, embedded store, temp data dir) over HTTPS/HTTP/2 with the admin
-// client certificate: create, get, list (chunked and not), update, watch delivery latency and fan-out.
-// Every loop is bounded in count and in time.
+// API bench: the resource API over HTTPS/HTTP/2 with the admin client certificate, on two targets started the
+// same way as separate processes (bench/api-targets.ts): Stoa on its own store (embedded for --nodes 1, a
+// replicated cluster otherwise) and the same API server on an N-member etcd (--etcd-servers). Each phase runs
+// on both targets back to back, alternating which goes first: create, get, list (one response and chunked),
+// update, merge patch, watch delivery latency and fan-out to many watchers. Every loop is bounded in count and
+// in time. Add a row by adding a phase to `phases` and a row to `rowsOf`.
 import { connect, type ClientHttp2Session } from 'node:http2';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { cpus, tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { parse } from 'yaml';
 import type { BenchArgs } from './main.js';
-import { parseServeFlags } from '../src/server/flags.js';
-import { startServer } from '../src/server/server.js';
-
-interface Row {
-  readonly name: string;
-  readonly value: number;
-  readonly unit: string;
-}
-
-function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
-}
+import { startApiTarget, type ApiTarget, type Credentials } from './api-targets.js';
+import { seededRandom } from './clusters.js';
+import {
+  defaultOut,
+  etcdVersion,
+  gitCommit,
+  loadavg,
+  machine,
+  progress,
+  row,
+  runLoad,
+  summarize,
+  table,
+  writeJson,
+  type BenchRow,
+  type LatencySummary,
+  type LoadResult,
+  type Target,
+} from './measure.js';
+import { writeHtmlReport } from './report.js';
 
 interface Client {
   request(
@@ -32,7 +38,10 @@ interface Client {
   close(): void;
 }
 
-function client(url: string, creds: { ca: string; cert: string; key: string }): Client {
+/** Longest a single request may take before it counts as failed. */
+const requestTimeoutMs = 30_000;
+
+function client(url: string, creds: Credentials): Client {
   const session: ClientHttp2Session = connect(url, creds);
   session.on('error', () => {});
   return {
@@ -46,10 +55,12 @@ function client(url: string, creds: { ca: string; cert: string; key: string }): 
         });
         let status = 0;
         let text = '';
+        stream.setTimeout(requestTimeoutMs, () => stream.close());
         stream.on('response', (h) => (status = Number(h[':status'])));
         stream.setEncoding('utf8');
         stream.on('data', (c: string) => (text += c));
         stream.on('end', () => resolve({ status, text }));
+        stream.on('close', () => resolve({ status, text }));
         stream.on('error', reject);
         stream.end(data);
       }),
@@ -72,184 +83,376 @@ function client(url: string, creds: { ca: string; cert: string; key: string }): 
   };
 }
 
-async function timed<T>(run: () => Promise<T>): Promise<{ ms: number; value: T }> {
-  const start = performance.now();
-  const value = await run();
-  return { ms: performance.now() - start, value };
+async function expectStatus(
+  pending: Promise<{ status: number; text: string }>,
+  status: number,
+  what: string,
+): Promise<string> {
+  const r = await pending;
+  if (r.status !== status) throw new Error(`${what}: ${r.status} ${r.text.slice(0, 200)}`);
+  return r.text;
 }
 
-/** Runs `op(i)` with `concurrency` workers until `count` ops or `durationMs`; returns ops per second. */
-async function throughput(
-  count: number,
-  durationMs: number,
-  concurrency: number,
-  op: (i: number) => Promise<void>,
-): Promise<number> {
-  let next = 0;
-  let done = 0;
-  const start = performance.now();
-  const end = start + durationMs;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < count && performance.now() < end) {
-        await op(next++);
-        done++;
-      }
-    }),
+interface ApiConfig {
+  readonly durationMs: number;
+  readonly nodes: number;
+  readonly objects: number;
+  readonly watchers: number;
+  readonly concurrency: number;
+  readonly valueBytes: number;
+  readonly watchSamples: number;
+  readonly fanoutSamples: number;
+  readonly listChunk: number;
+  readonly seed: number;
+}
+
+/** One target under measurement: its processes, HTTP/2 sessions and a seeded choice of objects. */
+interface Driver {
+  readonly target: ApiTarget;
+  readonly clients: readonly Client[];
+  pick(i: number): Client;
+  readonly random: () => number;
+}
+
+type Measured = LoadResult | LatencySummary;
+interface Phase {
+  readonly name: string;
+  run(driver: Driver, config: ApiConfig): Promise<Measured>;
+}
+
+const base = '/api/v1/namespaces/default/configmaps';
+const sessionsPerTarget = 8;
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+const configMap = (name: string, config: ApiConfig, extra: Record<string, string> = {}): unknown => ({
+  metadata: { name, labels: { bench: 'api' } },
+  data: { k: 'v'.repeat(config.valueBytes), ...extra },
+});
+
+/**
+ * Writes to `name` one at a time and measures, per write, the time from sending it until `receivers` watch
+ * streams have delivered it (1 receiver: delivery latency; N: fan-out, until the last one has it).
+ */
+async function deliveryLatency(
+  driver: Driver,
+  name: string,
+  receivers: number,
+  samples: number,
+  timeBoxMs: number,
+): Promise<LatencySummary> {
+  const received = new Map<string, number>();
+  let waiting: { n: string; resolve: () => void } | undefined;
+  const onLine = (line: string): void => {
+    const n = (JSON.parse(line) as { object?: { data?: { n?: string } } }).object?.data?.n;
+    if (n === undefined) return;
+    const count = (received.get(n) ?? 0) + 1;
+    received.set(n, count);
+    if (waiting !== undefined && waiting.n === n && count >= receivers) waiting.resolve();
+  };
+  const writer = driver.pick(1);
+  await expectStatus(
+    writer.request('POST', base, { metadata: { name }, data: { n: 'start' } }),
+    201,
+    `create ${name}`,
   );
-  return done / ((performance.now() - start) / 1000);
+  const stops = Array.from({ length: receivers }, (_, w) =>
+    driver.pick(w).stream(`${base}?watch=1&fieldSelector=metadata.name%3D${name}`, onLine),
+  );
+  const latencies: number[] = [];
+  try {
+    // Every watcher first sees the object (ADDED), so each is connected before the first sample.
+    for (let spin = 0; spin < 6000 && (received.get('start') ?? 0) < receivers; spin++) await sleep(5);
+    if ((received.get('start') ?? 0) < receivers) {
+      throw new Error(`only ${received.get('start') ?? 0} of ${receivers} watchers connected`);
+    }
+    const end = performance.now() + timeBoxMs;
+    for (let i = 0; i < samples && performance.now() < end; i++) {
+      const n = String(i);
+      const sent = performance.now();
+      const arrived = new Promise<boolean>((resolve) => {
+        waiting = { n, resolve: () => resolve(true) };
+        setTimeout(() => resolve(false), 10_000).unref();
+      });
+      await expectStatus(
+        writer.request('PATCH', `${base}/${name}`, { data: { n } }, 'application/merge-patch+json'),
+        200,
+        `patch ${name}`,
+      );
+      if ((received.get(n) ?? 0) >= receivers || (await arrived)) latencies.push(performance.now() - sent);
+      waiting = undefined;
+    }
+  } finally {
+    for (const stop of stops) stop();
+  }
+  return summarize(latencies);
+}
+
+/** The measured phases, in order. Each returns the distribution its rows and plots come from. */
+function phases(config: ApiConfig): Phase[] {
+  const { durationMs, concurrency, objects } = config;
+  return [
+    {
+      name: `create ${objects} objects, ${concurrency} concurrent`,
+      run: async (driver) => {
+        let next = 0;
+        return runLoad(
+          concurrency,
+          Math.max(durationMs, 120_000),
+          async () => {
+            const i = next++;
+            await expectStatus(
+              driver.pick(i).request('POST', base, configMap(`cm-${i}`, config)),
+              201,
+              `create cm-${i}`,
+            );
+          },
+          objects,
+        );
+      },
+    },
+    {
+      name: `get, ${concurrency} concurrent`,
+      run: (driver) =>
+        runLoad(concurrency, durationMs, async (w) => {
+          const i = Math.floor(driver.random() * objects);
+          await expectStatus(driver.pick(w).request('GET', `${base}/cm-${i}`), 200, `get cm-${i}`);
+        }),
+    },
+    {
+      name: `list ${objects}, one response`,
+      run: (driver) =>
+        runLoad(1, durationMs, () => expectStatus(driver.pick(0).request('GET', base), 200, 'list'), 1000),
+    },
+    {
+      name: `list ${objects}, chunks of ${config.listChunk}`,
+      run: (driver) =>
+        runLoad(
+          1,
+          durationMs,
+          async () => {
+            let token = '';
+            for (let page = 0; page < 10_000; page++) {
+              const text = await expectStatus(
+                driver
+                  .pick(0)
+                  .request(
+                    'GET',
+                    `${base}?limit=${config.listChunk}${token === '' ? '' : `&continue=${encodeURIComponent(token)}`}`,
+                  ),
+                200,
+                'list chunk',
+              );
+              token = (JSON.parse(text) as { metadata: { continue?: string } }).metadata.continue ?? '';
+              if (token === '') return;
+            }
+          },
+          1000,
+        ),
+    },
+    {
+      name: `update (PUT), ${concurrency} concurrent`,
+      run: (driver) =>
+        runLoad(concurrency, durationMs, async (w, i) => {
+          // Each worker updates its own objects, so unconditional PUTs never conflict.
+          const n = (w + i * concurrency) % objects;
+          await expectStatus(
+            driver.pick(w).request('PUT', `${base}/cm-${n}`, configMap(`cm-${n}`, config, { u: String(i) })),
+            200,
+            `update cm-${n}`,
+          );
+        }),
+    },
+    {
+      name: `merge patch, ${concurrency} concurrent`,
+      run: (driver) =>
+        runLoad(concurrency, durationMs, async (w, i) => {
+          const n = (w + i * concurrency) % objects;
+          await expectStatus(
+            driver
+              .pick(w)
+              .request(
+                'PATCH',
+                `${base}/cm-${n}`,
+                { data: { p: String(i) } },
+                'application/merge-patch+json',
+              ),
+            200,
+            `patch cm-${n}`,
+          );
+        }),
+    },
+    {
+      name: 'watch delivery latency',
+      run: (driver) =>
+        deliveryLatency(driver, 'latency', 1, config.watchSamples, Math.max(durationMs, 10_000)),
+    },
+    {
+      name: `fan-out to ${config.watchers} watchers`,
+      run: (driver) =>
+        deliveryLatency(
+          driver,
+          'fanout',
+          config.watchers,
+          config.fanoutSamples,
+          Math.max(durationMs, 20_000),
+        ),
+    },
+  ];
+}
+
+type Loads = Record<string, Partial<Record<Target, Measured>>>;
+
+function rowsOf(config: ApiConfig, loads: Loads, targets: readonly Target[]): BenchRow[] {
+  const names = phases(config).map((p) => p.name);
+  const figure = (phase: number, t: Target, f: (m: Measured) => number): number => {
+    const measured = loads[names[phase]!]?.[t];
+    return targets.includes(t) && measured !== undefined ? f(measured) : NaN;
+  };
+  const throughput = (m: Measured): number => ('opsPerSecond' in m ? m.opsPerSecond : NaN);
+  const latency = (m: Measured): LatencySummary => ('opsPerSecond' in m ? m.latency : m);
+  const both = (phase: number, f: (m: Measured) => number): [number, number] => [
+    figure(phase, 'stoa', f),
+    figure(phase, 'etcd', f),
+  ];
+  const { objects, concurrency, watchers } = config;
+  return [
+    row(`create throughput, ${concurrency} concurrent`, 'ops/s', true, ...both(0, throughput)),
+    row(`create latency p99, ${concurrency} concurrent`, 'ms', false, ...both(0, (m) => latency(m).p99)),
+    row(`get throughput, ${concurrency} concurrent`, 'ops/s', true, ...both(1, throughput)),
+    row(`get latency p99, ${concurrency} concurrent`, 'ms', false, ...both(1, (m) => latency(m).p99)),
+    row(`list ${objects}, one response, p50`, 'ms', false, ...both(2, (m) => latency(m).p50)),
+    row(
+      `list ${objects}, chunks of ${config.listChunk}, p50`,
+      'ms',
+      false,
+      ...both(3, (m) => latency(m).p50),
+    ),
+    row(`update (PUT) throughput, ${concurrency} concurrent`, 'ops/s', true, ...both(4, throughput)),
+    row(
+      `update (PUT) latency p99, ${concurrency} concurrent`,
+      'ms',
+      false,
+      ...both(4, (m) => latency(m).p99),
+    ),
+    row(`merge patch throughput, ${concurrency} concurrent`, 'ops/s', true, ...both(5, throughput)),
+    row('watch delivery latency p50 (write sent to event)', 'ms', false, ...both(6, (m) => latency(m).p50)),
+    row('watch delivery latency p99 (write sent to event)', 'ms', false, ...both(6, (m) => latency(m).p99)),
+    row(`fan-out to ${watchers} watchers, last delivery p50`, 'ms', false, ...both(7, (m) => latency(m).p50)),
+    row(`fan-out to ${watchers} watchers, last delivery p99`, 'ms', false, ...both(7, (m) => latency(m).p99)),
+  ];
+}
+
+const describe = (m: Measured): string =>
+  'opsPerSecond' in m
+    ? `${m.opsPerSecond.toFixed(0)} ops/s, p50 ${m.latency.p50.toFixed(2)} ms, p99 ${m.latency.p99.toFixed(2)} ms` +
+      (m.errors > 0 ? `, ${m.errors} FAILED (${m.firstError})` : '')
+    : `${m.count} samples, p50 ${m.p50.toFixed(2)} ms, p99 ${m.p99.toFixed(2)} ms`;
+
+async function waitReady(driver: Driver): Promise<void> {
+  for (let attempt = 0; attempt < 300; attempt++) {
+    const ready = await driver
+      .pick(0)
+      .request('GET', '/readyz')
+      .catch(() => ({ status: 0, text: '' }));
+    const ns = await driver
+      .pick(0)
+      .request('GET', '/api/v1/namespaces/default')
+      .catch(() => ({ status: 0, text: '' }));
+    if (ready.status === 200 && ns.status === 200) return;
+    await sleep(100);
+  }
+  throw new Error(`${driver.target.target}: the API server did not become ready`);
 }
 
 export async function runApiBench(args: BenchArgs): Promise<void> {
-  const objects = args.quick ? 1000 : 10_000;
-  const watchers = args.quick ? 100 : 1000;
-  const durationMs = (args.quick ? 0.5 : args.durationSeconds) * 1000;
-  const dir = await mkdtemp(join(tmpdir(), 'stoa-bench-api-'));
-  const options = parseServeFlags(['--secure-port', '0', '--data-dir', dir, '--v', 'warn']);
-  if (options === 'help') throw new Error('unreachable');
-  const server = await startServer(options);
-  const rows: Row[] = [];
-  const clients: Client[] = [];
+  const quick = args.quick;
+  const config: ApiConfig = {
+    durationMs: (quick ? 0.5 : args.durationSeconds) * 1000,
+    nodes: args.nodes ?? 3,
+    objects: quick ? 500 : 10_000,
+    watchers: quick ? 50 : 1000,
+    concurrency: args.concurrency ?? 32,
+    valueBytes: args.valueBytes ?? 256,
+    watchSamples: quick ? 50 : 1000,
+    fanoutSamples: quick ? 5 : 50,
+    listChunk: 500,
+    seed: args.seed,
+  };
+  const log = progress;
+  const loadBefore = loadavg();
+  const started = new Date();
+  log(
+    `api bench: ${args.targets
+      .map((t) =>
+        t === 'stoa' ? `Stoa (${config.nodes} node(s))` : `Stoa API on ${config.nodes}-member etcd`,
+      )
+      .join(' and ')}; ${config.objects} objects, ${config.concurrency} concurrent, seed ${args.seed}`,
+  );
+  const drivers: Driver[] = [];
+  const loads: Loads = {};
   try {
-    const config = parse(await readFile(join(dir, 'admin.kubeconfig'), 'utf8')) as {
-      clusters: { cluster: Record<string, string> }[];
-      users: { user: Record<string, string> }[];
-    };
-    const b64 = (s: string | undefined): string => Buffer.from(s ?? '', 'base64').toString();
-    const creds = {
-      ca: b64(config.clusters[0]?.cluster['certificate-authority-data']),
-      cert: b64(config.users[0]?.user['client-certificate-data']),
-      key: b64(config.users[0]?.user['client-key-data']),
-    };
-    for (let i = 0; i < 8; i++) clients.push(client(server.url, creds));
-    const pick = (i: number): Client => clients[i % clients.length] as Client;
-    const base = '/api/v1/namespaces/default/configmaps';
-    const cm = (i: number): unknown => ({
-      metadata: { name: `cm-${i}`, labels: { bench: 'api' } },
-      data: { k: 'v'.repeat(200) },
-    });
-
-    const create = await timed(() =>
-      throughput(objects, 120_000, 32, async (i) => {
-        const r = await pick(i).request('POST', base, cm(i));
-        if (r.status !== 201) throw new Error(`create ${i}: ${r.status} ${r.text}`);
-      }),
-    );
-    rows.push({ name: `create (${objects} objects, 32 concurrent)`, value: create.value, unit: 'ops/s' });
-    rows.push({
-      name: 'get',
-      value: await throughput(1_000_000, durationMs, 32, async (i) => {
-        await pick(i).request('GET', `${base}/cm-${i % objects}`);
-      }),
-      unit: 'ops/s',
-    });
-    const full = await timed(() => pick(0).request('GET', base));
-    rows.push({ name: `list ${objects}, one response`, value: full.ms, unit: 'ms' });
-    const chunked = await timed(async () => {
-      let token = '';
-      for (let page = 0; page < 1000; page++) {
-        const r = await pick(0).request(
-          'GET',
-          `${base}?limit=500${token === '' ? '' : `&continue=${token}`}`,
-        );
-        token = (JSON.parse(r.text) as { metadata: { continue?: string } }).metadata.continue ?? '';
-        if (token === '') break;
+    for (const [index, target] of args.targets.entries()) {
+      const api = await startApiTarget(target, config.nodes, log);
+      const clients = Array.from({ length: sessionsPerTarget }, () => client(api.url, api.credentials));
+      const driver: Driver = {
+        target: api,
+        clients,
+        pick: (i) => clients[i % clients.length]!,
+        random: seededRandom(args.seed + index),
+      };
+      drivers.push(driver);
+      await waitReady(driver);
+      log(`  ${target}: ${api.description}, ready at ${api.url}`);
+    }
+    const all = phases(config);
+    for (const [index, phase] of all.entries()) {
+      const order = index % 2 === 0 ? drivers : [...drivers].reverse();
+      const figures: Partial<Record<Target, Measured>> = {};
+      for (const driver of order) {
+        const measured = await phase.run(driver, config);
+        figures[driver.target.target] = measured;
+        log(`  [${index + 1}/${all.length}] ${driver.target.target} ${phase.name}: ${describe(measured)}`);
       }
-    });
-    rows.push({ name: `list ${objects}, chunks of 500`, value: chunked.ms, unit: 'ms' });
-    rows.push({
-      name: 'update (merge patch)',
-      value: await throughput(1_000_000, durationMs, 32, async (i) => {
-        await pick(i).request(
-          'PATCH',
-          `${base}/cm-${i % objects}`,
-          { data: { n: String(i) } },
-          'application/merge-patch+json',
-        );
-      }),
-      unit: 'ops/s',
-    });
-
-    // Watch delivery latency: one watcher, one write at a time, from sending the write to receiving the event.
-    const arrivals = new Map<string, number>();
-    const stopWatch = pick(0).stream(`${base}?watch=1&fieldSelector=metadata.name%3Dlatency`, (line) => {
-      const rv = (JSON.parse(line) as { object: { data?: { n?: string } } }).object.data?.n;
-      if (rv !== undefined) arrivals.set(rv, performance.now());
-    });
-    await pick(1).request('POST', base, { metadata: { name: 'latency' }, data: { n: 'start' } });
-    await new Promise((r) => setTimeout(r, 200));
-    const latencies: number[] = [];
-    const samples = args.quick ? 100 : 1000;
-    for (let i = 0; i < samples; i++) {
-      const sent = performance.now();
-      await pick(1).request(
-        'PATCH',
-        `${base}/latency`,
-        { data: { n: String(i) } },
-        'application/merge-patch+json',
-      );
-      for (let spin = 0; spin < 2000 && !arrivals.has(String(i)); spin++)
-        await new Promise((r) => setImmediate(r));
-      const at = arrivals.get(String(i));
-      if (at !== undefined) latencies.push(at - sent);
+      loads[phase.name] = figures;
     }
-    stopWatch();
-    latencies.sort((a, b) => a - b);
-    rows.push({ name: 'watch delivery latency p50', value: percentile(latencies, 50), unit: 'ms' });
-    rows.push({ name: 'watch delivery latency p99', value: percentile(latencies, 99), unit: 'ms' });
-
-    // Fan-out: N watchers on one object; time from sending a write until the last watcher has the event.
-    const received = new Map<string, number>();
-    const lastArrival = new Map<string, number>();
-    const stops = Array.from({ length: watchers }, (_, w) =>
-      pick(w).stream(`${base}?watch=1&fieldSelector=metadata.name%3Dfanout`, (line) => {
-        const n = (JSON.parse(line) as { object: { data?: { n?: string } } }).object.data?.n ?? '';
-        received.set(n, (received.get(n) ?? 0) + 1);
-        lastArrival.set(n, performance.now());
-      }),
-    );
-    await pick(1).request('POST', base, { metadata: { name: 'fanout' }, data: { n: 'start' } });
-    for (let spin = 0; spin < 10_000 && (received.get('start') ?? 0) < watchers; spin++)
-      await new Promise((r) => setTimeout(r, 5));
-    const fanout: number[] = [];
-    for (let i = 0; i < (args.quick ? 10 : 50); i++) {
-      const sent = performance.now();
-      await pick(1).request(
-        'PATCH',
-        `${base}/fanout`,
-        { data: { n: String(i) } },
-        'application/merge-patch+json',
-      );
-      for (let spin = 0; spin < 10_000 && (received.get(String(i)) ?? 0) < watchers; spin++)
-        await new Promise((r) => setTimeout(r, 1));
-      const last = lastArrival.get(String(i));
-      if (last !== undefined && received.get(String(i)) === watchers) fanout.push(last - sent);
-    }
-    for (const stop of stops) stop();
-    fanout.sort((a, b) => a - b);
-    rows.push({
-      name: `fan-out to ${watchers} watchers, last delivery p50`,
-      value: percentile(fanout, 50),
-      unit: 'ms',
-    });
-    rows.push({
-      name: `fan-out to ${watchers} watchers, last delivery p99`,
-      value: percentile(fanout, 99),
-      unit: 'ms',
-    });
   } finally {
-    for (const c of clients) c.close();
-    await server.close();
-    await rm(dir, { recursive: true, force: true });
+    for (const driver of drivers) {
+      for (const c of driver.clients) c.close();
+      await driver.target.stop();
+    }
   }
-  const width = Math.max(...rows.map((r) => r.name.length));
-  process.stdout.write(`API bench (${cpus().length} CPUs, HTTPS/HTTP2, embedded store)\n`);
-  for (const r of rows)
-    process.stdout.write(
-      `${r.name.padEnd(width)}  ${r.value.toFixed(r.unit === 'ms' ? 2 : 0).padStart(10)} ${r.unit}\n`,
-    );
-  const out = args.out ?? `bench/results/api-${new Date().toISOString().replace(/[:.]/g, '-')}.json`;
-  await mkdir(dirname(out), { recursive: true });
-  await writeFile(out, JSON.stringify({ scenario: 'api', quick: args.quick, rows }, null, 2));
-  process.stdout.write(`${JSON.stringify({ scenario: 'api', rows })}\n`);
+
+  const rows = rowsOf(config, loads, args.targets);
+  process.stdout.write(table(rows) + '\n');
+  const out = args.out ?? defaultOut('api');
+  const report = {
+    scenario: 'api',
+    date: started.toISOString(),
+    gitCommit: gitCommit(),
+    machine: machine(),
+    loadAverage: { before: loadBefore, after: loadavg() },
+    seed: args.seed,
+    configuration: {
+      targets: args.targets,
+      stoa: `stoa serve on its own store: ${config.nodes === 1 ? 'embedded engine' : `${config.nodes}-node replicated cluster`}`,
+      etcd: `stoa serve --etcd-servers on a ${config.nodes}-member etcd cluster (${etcdVersion()})`,
+      nodes: config.nodes,
+      quick,
+      durationSecondsPerPhase: config.durationMs / 1000,
+      objects: config.objects,
+      concurrency: config.concurrency,
+      valueBytes: config.valueBytes,
+      watchers: config.watchers,
+      watchSamples: config.watchSamples,
+      fanoutSamples: config.fanoutSamples,
+      transport: `HTTPS, HTTP/2, ${sessionsPerTarget} sessions per target, admin client certificate; all requests to the first node`,
+      order: 'each phase runs on both targets back to back, alternating which goes first',
+    },
+    rows,
+    loads,
+  };
+  await writeJson(out, report);
+  const html = out.replace(/\.json$/, '') + '.html';
+  await writeHtmlReport(html, report);
+  log(`wrote ${out} and ${html}`);
 }

@@ -33,9 +33,21 @@ import {
 } from './measure.js';
 import { writeHtmlReport } from './report.js';
 
-const nodes = 3;
-const concurrentClients = 64;
-const concurrentReaders = 64;
+/** Defaults of --nodes, --concurrency and --value-size (the latter replaces the two sizes 256 B and 2 KiB). */
+const defaultNodes = 3;
+const defaultConcurrency = 64;
+const defaultValueSizes = [256, 2048] as const;
+
+interface ClusterConfig {
+  readonly durationMs: number;
+  readonly nodes: number;
+  readonly concurrentClients: number;
+  readonly concurrentReaders: number;
+  readonly valueSizes: readonly number[];
+}
+
+export const sizeName = (bytes: number): string =>
+  bytes >= 1024 && bytes % 1024 === 0 ? `${bytes / 1024} KiB` : `${bytes} B`;
 /** Writers of the failover stream, and how long one attempt may take before the client tries elsewhere. */
 const failoverWriters = 4;
 const failoverAttemptTimeoutMs = 300;
@@ -62,9 +74,10 @@ async function withClient<T>(
   }
 }
 
-function phases(durationMs: number): Phase[] {
+function phases(config: ClusterConfig): Phase[] {
+  const { durationMs, concurrentClients, concurrentReaders } = config;
   const put = (clients: number, bytes: number): Phase => ({
-    name: `put ${clients === 1 ? '1 client' : `${clients} clients`}, ${bytes === 256 ? '256 B' : '2 KiB'}`,
+    name: `put ${clients === 1 ? '1 client' : `${clients} clients`}, ${sizeName(bytes)}`,
     run: (cluster) => withClient(cluster, undefined, (store) => putLoad(store, durationMs, clients, bytes)),
   });
   const range = (serializable: boolean): Phase => ({
@@ -75,10 +88,7 @@ function phases(durationMs: number): Phase[] {
       ),
   });
   return [
-    put(1, 256),
-    put(concurrentClients, 256),
-    put(1, 2048),
-    put(concurrentClients, 2048),
+    ...config.valueSizes.flatMap((bytes) => [put(1, bytes), put(concurrentClients, bytes)]),
     range(false),
     range(true),
     {
@@ -238,27 +248,42 @@ const describe = (result: LoadResult | LatencySummary): string =>
 
 export async function runClusterBench(args: BenchArgs): Promise<void> {
   const durationMs = args.quick ? 300 : args.durationSeconds * 1000;
+  const nodes = args.nodes ?? defaultNodes;
+  if (nodes < 3 || nodes % 2 === 0) {
+    throw new Error(`cluster: --nodes must be odd and at least 3 (a leader kill needs a surviving majority)`);
+  }
+  const concurrentClients = args.concurrency ?? defaultConcurrency;
+  const concurrentReaders = concurrentClients;
+  const config: ClusterConfig = {
+    durationMs,
+    nodes,
+    concurrentClients,
+    concurrentReaders,
+    valueSizes: args.valueBytes === undefined ? defaultValueSizes : [args.valueBytes],
+  };
   const kills = args.quick ? 1 : 5;
   const log = progress;
   const loadBefore = loadavg();
   const started = new Date();
-  log(`cluster bench: ${nodes}-node Stoa (kv-node processes) and ${nodes}-member etcd (${etcdVersion()})`);
+  log(
+    `cluster bench: ${args.targets.map((t) => (t === 'stoa' ? `${nodes}-node Stoa (kv-node processes)` : `${nodes}-member etcd (${etcdVersion()})`)).join(' and ')}`,
+  );
   log(`  ${durationMs / 1000} s per phase and target, ${kills} leader kills per target, seed ${args.seed}`);
 
   const clusters: BenchCluster[] = [];
   const loads: Record<string, Partial<Record<Target, LoadResult | LatencySummary>>> = {};
   const failovers: Partial<Record<Target, FailoverResult>> = {};
   try {
-    clusters.push(await startStoaCluster(nodes, args.seed));
-    clusters.push(await startEtcdBenchCluster(nodes));
-    log('  both clusters up');
+    if (args.targets.includes('stoa')) clusters.push(await startStoaCluster(nodes, args.seed));
+    if (args.targets.includes('etcd')) clusters.push(await startEtcdBenchCluster(nodes));
+    log(`  ${clusters.map((c) => c.target).join(' and ')} up`);
     for (const cluster of clusters) await withClient(cluster, undefined, preloadRangeKeys);
     // Warm-up, not measured: JIT, connections and LevelDB's first flushes would otherwise land on the first phase.
     for (const cluster of clusters) {
       await withClient(cluster, undefined, (store) => putLoad(store, Math.min(2000, durationMs), 8, 256));
     }
     log('  warmed up');
-    for (const [index, phase] of phases(durationMs).entries()) {
+    for (const [index, phase] of phases(config).entries()) {
       const order = index % 2 === 0 ? clusters : [...clusters].reverse();
       const figures: Partial<Record<Target, LoadResult | LatencySummary>> = {};
       for (const cluster of order) {
@@ -278,10 +303,14 @@ export async function runClusterBench(args: BenchArgs): Promise<void> {
 
   const load = (name: string, target: Target): LoadResult => loads[name]![target] as LoadResult;
   const watch = (target: Target): LatencySummary => loads['watch from a follower']![target] as LatencySummary;
-  const both = (f: (t: Target) => number): [number, number] => [f('stoa'), f('etcd')];
+  // A target that was not run (--target) has NaN in its column.
+  const both = (f: (t: Target) => number): [number, number] => [
+    args.targets.includes('stoa') ? f('stoa') : NaN,
+    args.targets.includes('etcd') ? f('etcd') : NaN,
+  ];
   const rows: BenchRow[] = [];
-  for (const bytes of [256, 2048]) {
-    const size = bytes === 256 ? '256 B' : '2 KiB';
+  for (const bytes of config.valueSizes) {
+    const size = sizeName(bytes);
     for (const clients of [1, concurrentClients]) {
       const name = `put ${clients === 1 ? '1 client' : `${clients} clients`}, ${size}`;
       rows.push(
@@ -350,6 +379,8 @@ export async function runClusterBench(args: BenchArgs): Promise<void> {
     seed: args.seed,
     configuration: {
       nodes,
+      targets: args.targets,
+      valueSizes: config.valueSizes,
       durationSecondsPerPhase: durationMs / 1000,
       quick: args.quick,
       concurrentClients,

@@ -80,14 +80,16 @@ export interface LoadResult {
 }
 
 /**
- * Runs `op` from `workers` concurrent loops until `durationMs` has passed (or opsMax operations per loop), and
- * records each operation's latency and the completions over time.
+ * Runs `op` from `workers` concurrent loops until `durationMs` has passed (or opsMax operations per loop, or
+ * `opsTotalMax` operations started in all), and records each operation's latency and the completions over time.
  */
 export async function runLoad(
   workers: number,
   durationMs: number,
   op: (worker: number, i: number) => Promise<unknown>,
+  opsTotalMax = Infinity,
 ): Promise<LoadResult> {
+  let opsStarted = 0;
   const seriesBucketMs = Math.max(50, Math.round(durationMs / 50));
   const series: number[] = [];
   const latencies: number[] = [];
@@ -97,7 +99,8 @@ export async function runLoad(
   const end = start + durationMs;
   await Promise.all(
     Array.from({ length: workers }, async (_, w) => {
-      for (let i = 0; i < opsMax && performance.now() < end; i++) {
+      for (let i = 0; i < opsMax && opsStarted < opsTotalMax && performance.now() < end; i++) {
+        opsStarted++;
         const opStart = performance.now();
         try {
           await op(w, i);
@@ -234,11 +237,20 @@ export function row(
 }
 
 export function table(result: readonly BenchRow[]): string {
-  const format = (n: number): string => (n >= 100 ? n.toFixed(0) : n.toFixed(2));
+  // A target that was not run (--target) shows as '-'.
+  const format = (n: number): string => (!Number.isFinite(n) ? '-' : n >= 100 ? n.toFixed(0) : n.toFixed(2));
   const cells = [['row', 'unit', 'stoa', 'etcd', 'stoa/etcd', 'goal met']];
   for (const r of result) {
     const met = r.higherIsBetter ? r.ratio >= 1 : r.ratio <= 1;
-    cells.push([r.name, r.unit, format(r.stoa), format(r.etcd), r.ratio.toFixed(2), met ? 'yes' : 'NO']);
+    const compared = Number.isFinite(r.ratio);
+    cells.push([
+      r.name,
+      r.unit,
+      format(r.stoa),
+      format(r.etcd),
+      format(r.ratio),
+      compared ? (met ? 'yes' : 'NO') : '-',
+    ]);
   }
   const widths = cells[0]!.map((_, c) => Math.max(...cells.map((line) => line[c]!.length)));
   return cells

@@ -35,6 +35,8 @@ export interface ReportInput {
   readonly rows: readonly BenchRow[];
   readonly loads?: Record<string, Partial<Record<Target, LoadResult | LatencySummary>>>;
   readonly failover?: Partial<Record<Target, ReportFailover>>;
+  /** The heading (default "Stoa vs etcd"). */
+  readonly title?: string;
 }
 
 const colors: Record<Target, string> = { stoa: '#1f6fb4', etcd: '#e0802b' };
@@ -278,6 +280,10 @@ export function renderHtmlReport(input: ReportInput): string {
   const rows = input.rows
     .map((r) => {
       const met = r.higherIsBetter ? r.ratio >= 1 : r.ratio <= 1;
+      if (!Number.isFinite(r.ratio)) {
+        // One target only (--target): no ratio.
+        return `<tr><td>${escape(r.name)}</td><td>${escape(r.unit)}</td><td>${fmt(r.stoa)}</td><td>${fmt(r.etcd)}</td><td>-</td><td>-</td></tr>`;
+      }
       return `<tr><td>${escape(r.name)}</td><td>${escape(r.unit)}</td><td>${fmt(r.stoa)}</td><td>${fmt(r.etcd)}</td><td>${r.ratio.toFixed(2)}</td><td class="${met ? 'ok' : 'no'}">${met ? 'yes' : 'NO'}</td></tr>`;
     })
     .join('');
@@ -294,10 +300,11 @@ export function renderHtmlReport(input: ReportInput): string {
     ['load average (1, 5, 15 min) before', input.loadAverage.before.map((n) => n.toFixed(2)).join(', ')],
     ['load average after', input.loadAverage.after.map((n) => n.toFixed(2)).join(', ')],
   ];
-  let body = `<h1>Stoa vs etcd: ${escape(input.scenario)} bench</h1>`;
+  let body = `<h1>${escape(input.title ?? 'Stoa vs etcd')}: ${escape(input.scenario)} bench</h1>`;
   body += `<table>${facts.map(([k, v]) => `<tr><th>${escape(k!)}</th><td>${escape(v!)}</td></tr>`).join('')}</table>`;
   body += `<h2>Results</h2><table><tr><th>row</th><th>unit</th><th>stoa</th><th>etcd</th><th>stoa/etcd</th><th>goal met</th></tr>${rows}</table>`;
-  body += `<h2>Stoa / etcd</h2>${ratioChart(input.rows)}`;
+  const compared = input.rows.filter((r) => Number.isFinite(r.ratio));
+  if (compared.length > 0) body += `<h2>Stoa / etcd</h2>${ratioChart(compared)}`;
   if (input.loads !== undefined) {
     body += '<h2>Workloads</h2>';
     for (const [name, results] of Object.entries(input.loads)) body += loadSection(name, results);

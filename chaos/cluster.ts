@@ -1,22 +1,28 @@
-// The cluster a chaos run breaks: real `stoa serve` processes started by the cluster harness, each dialling its
-// peers through the fault-proxy mesh (--experimental-peer-dial-urls), so that network faults are proxy settings
-// and process faults are signals. The run owns every process and proxy here and `close()` ends them all.
+// The cluster a chaos run breaks: real `stoa serve` processes started by the cluster harness. With --net proxy
+// each dials its peers through the fault-proxy mesh (--experimental-peer-dial-urls), so that network faults are
+// proxy settings; with --net netns each runs in its own network namespace and faults are routes and tc
+// (chaos/netns.ts). Process faults are signals. The run owns every process, proxy and namespace here and
+// `close()` ends them all.
 
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   adminGet,
   adminStatusPath,
+  apiUrlOf,
   down,
   freeBasePort,
   layout,
   up,
+  type ClusterOptions,
   type NodeLayout,
 } from '../cluster/harness.js';
 import { nodeIdFromName } from '../src/replica/ids.js';
 import type { NodeId } from '../src/util/brand.js';
 import { assert } from '../src/util/assert.js';
 import { PeerProxyMesh } from './peer-proxies.js';
+import { NetnsNetwork } from './netns.js';
+import type { NetMode, PeerNetwork } from './peer-network.js';
 
 export interface Tls {
   readonly ca: string;
@@ -40,6 +46,10 @@ export interface ChaosClusterOptions {
   readonly dataDir: string;
   readonly extraServeFlags: readonly string[];
   readonly log: (line: string) => void;
+  /** How peer links are faulted (default proxy). */
+  readonly net?: NetMode;
+  /** The run injects loss or delay (netns: the kernel must have netem). */
+  readonly needNetem?: boolean;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -63,20 +73,30 @@ export class ChaosCluster {
     private readonly basePort: number,
     readonly nodes: readonly NodeLayout[],
     readonly ids: readonly NodeId[],
-    readonly mesh: PeerProxyMesh,
+    readonly mesh: PeerNetwork,
     private tlsFiles: Tls | undefined,
+    private readonly netns: NetnsNetwork | undefined,
   ) {}
 
-  /** Starts the proxies, then the nodes; on any failure stops whatever started. */
+  /** Starts the proxies or namespaces, then the nodes; on any failure stops whatever started. */
   static async start(options: ChaosClusterOptions): Promise<ChaosCluster> {
     const basePort = await freeBasePort(options.nodes);
-    const nodes = layout({ nodes: options.nodes, basePort, dataDir: options.dataDir });
-    const ids = nodes.map((n) => nodeIdFromName(n.name));
-    const mesh = await PeerProxyMesh.start(
-      nodes.map((n, i) => ({ id: ids[i] as NodeId, host: '127.0.0.1', port: n.peerPort })),
-      { seed: options.seed },
+    const ids = layout({ nodes: options.nodes, basePort, dataDir: options.dataDir }).map((n) =>
+      nodeIdFromName(n.name),
     );
-    const cluster = new ChaosCluster(options, basePort, nodes, ids, mesh, undefined);
+    let cluster: ChaosCluster;
+    if (options.net === 'netns') {
+      const netns = NetnsNetwork.create(ids, { needNetem: options.needNetem ?? false });
+      const nodes = layout({ nodes: options.nodes, basePort, dataDir: options.dataDir, hosts: netns.hosts });
+      cluster = new ChaosCluster(options, basePort, nodes, ids, netns, undefined, netns);
+    } else {
+      const nodes = layout({ nodes: options.nodes, basePort, dataDir: options.dataDir });
+      const mesh = await PeerProxyMesh.start(
+        nodes.map((n, i) => ({ id: ids[i] as NodeId, host: '127.0.0.1', port: n.peerPort })),
+        { seed: options.seed },
+      );
+      cluster = new ChaosCluster(options, basePort, nodes, ids, mesh, undefined, undefined);
+    }
     try {
       await cluster.upAll();
       cluster.tlsFiles = await readTls(options.dataDir);
@@ -93,7 +113,7 @@ export class ChaosCluster {
   }
 
   apiUrl(index: number): string {
-    return `https://127.0.0.1:${this.node(index).apiPort}`;
+    return apiUrlOf(this.node(index));
   }
 
   node(index: number): NodeLayout {
@@ -108,13 +128,24 @@ export class ChaosCluster {
     return id;
   }
 
-  /** The serve flag that makes node `name` dial every peer through its proxy. */
+  /** The serve flag that makes node `name` dial every peer through its proxy (none with netns). */
   private dialFlags(node: NodeLayout): string[] {
+    if (!(this.mesh instanceof PeerProxyMesh)) return [];
     const urls = this.mesh.peerUrlsFor(nodeIdFromName(node.name));
     const parts = this.nodes
       .filter((n) => n.name !== node.name)
       .map((n) => `${n.name}=${urls.get(nodeIdFromName(n.name)) ?? ''}`);
     return [`--experimental-peer-dial-urls=${parts.join(',')}`];
+  }
+
+  /** With netns: each node's address, and the namespace its process is started in. */
+  private netnsOptions(): Pick<ClusterOptions, 'hosts' | 'launchPrefix'> {
+    const netns = this.netns;
+    if (netns === undefined) return {};
+    return {
+      hosts: this.nodes.map((n) => n.host),
+      launchPrefix: (node) => netns.launchPrefix(this.nodes.findIndex((n) => n.name === node.name)),
+    };
   }
 
   /** Starts every node that is not running (the first start, and restarts after a kill). */
@@ -126,6 +157,7 @@ export class ChaosCluster {
         dataDir: this.options.dataDir,
         extraServeFlags: this.options.extraServeFlags,
         nodeServeFlags: (node) => this.dialFlags(node),
+        ...this.netnsOptions(),
       },
       { nodes: true, basePort: true },
       () => undefined,

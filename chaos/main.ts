@@ -6,6 +6,7 @@ import { resolve } from 'node:path';
 import { faultKinds, type FaultKind } from './faults.js';
 import { writeReport, terminalSummary } from './report.js';
 import { runChaos, type ChaosOptions } from './run.js';
+import { netnsUnavailable } from './netns.js';
 
 const usage = `usage: npm run chaos -- [flags]
   --nodes 3|5            cluster size (default 3)
@@ -18,7 +19,8 @@ const usage = `usage: npm run chaos -- [flags]
   --check-budget D       time the linearizability checker may take (default 60s)
   --out DIR              write report.md, report.json and history.jsonl there
   --keep-data            also copy every node's data directory and log into --out
-  --net proxy            peer faults through TCP proxies (the only mode; netns needs root and is not built)
+  --net proxy|netns      peer faults through TCP proxies (default), or with root: nodes in network
+                         namespaces on a private bridge, cuts as blackhole routes, loss/delay by tc netem
 `;
 
 class UsageError extends Error {}
@@ -72,7 +74,11 @@ export function parseChaosFlags(
   ];
   for (const name of values.keys()) if (!known.includes(name)) throw new UsageError(`unknown flag --${name}`);
   const net = values.get('net') ?? 'proxy';
-  if (net !== 'proxy') throw new UsageError(`--net ${net}: only "proxy" is built (netns and tc need root)`);
+  if (net !== 'proxy' && net !== 'netns') throw new UsageError(`--net takes proxy or netns, not "${net}"`);
+  if (net === 'netns') {
+    const unavailable = netnsUnavailable();
+    if (unavailable !== undefined) throw new UsageError(unavailable);
+  }
   const nodes = integer(values.get('nodes') ?? '3', 'nodes', 3, 5);
   if (nodes !== 3 && nodes !== 5) throw new UsageError('--nodes must be 3 or 5');
   const faultsText = values.get('faults') ?? faultKinds.join(',');
@@ -96,6 +102,7 @@ export function parseChaosFlags(
     keys: integer(values.get('keys') ?? '24', 'keys', 1, 1000),
     watchers: integer(values.get('watchers') ?? '3', 'watchers', 0, 32),
     checkBudgetMs: parseDurationMs(values.get('check-budget') ?? '60s'),
+    net,
     ...(out === undefined ? {} : { out: resolve(out) }),
     keepData,
   };

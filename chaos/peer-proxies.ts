@@ -9,6 +9,7 @@ import { seededRandom } from '../src/util/clock.js';
 import type { NodeId } from '../src/util/brand.js';
 import { assert } from '../src/util/assert.js';
 import { FaultProxy, type LinkFault } from './proxy.js';
+import type { PeerNetwork } from './peer-network.js';
 
 export interface PeerEndpoint {
   readonly id: NodeId;
@@ -19,7 +20,7 @@ export interface PeerEndpoint {
 
 const linkKey = (from: NodeId, to: NodeId): string => `${from}->${to}`;
 
-export class PeerProxyMesh {
+export class PeerProxyMesh implements PeerNetwork {
   private constructor(
     private readonly nodes: readonly PeerEndpoint[],
     private readonly proxies: ReadonlyMap<string, FaultProxy>,

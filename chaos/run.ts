@@ -22,6 +22,7 @@ import {
 import type { ObjectOperation } from './checker/object-model.js';
 import type { WatcherLog } from './checker/watch.js';
 import { ChaosCluster } from './cluster.js';
+import type { NetMode } from './peer-network.js';
 import { describePlanned, inject, schedule, type FaultKind, type TimelineEntry } from './faults.js';
 import { ApiClient } from './http.js';
 import { Watchers } from './watchers.js';
@@ -42,6 +43,8 @@ export interface ChaosOptions {
   readonly clients: number;
   readonly keys: number;
   readonly watchers: number;
+  /** Peer faults through TCP proxies (default) or network namespaces with routes and tc netem (root). */
+  readonly net?: NetMode;
   /** Time the linearizability search may take (over all objects). */
   readonly checkBudgetMs: number;
   /** Where the node data directories go (default: a temp dir, removed at the end). */
@@ -89,7 +92,8 @@ export function replayCommand(options: Omit<ChaosOptions, 'log' | 'checkBudgetMs
   return (
     `npm run chaos -- --nodes ${options.nodes} --duration ${Math.round(options.durationMs / 1000)}s ` +
     `--faults ${options.faults.join(',')} --seed ${options.seed} --clients ${options.clients} ` +
-    `--keys ${options.keys} --watchers ${options.watchers}`
+    `--keys ${options.keys} --watchers ${options.watchers}` +
+    (options.net === 'netns' ? ' --net netns' : '')
   );
 }
 
@@ -194,10 +198,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       // A small watch window and short retention, so that resuming watchers and old reads meet 410 Gone.
       extraServeFlags: ['--watch-cache-size=50', '--storage-retention=30s', '--v=warn'],
       log,
+      net: options.net ?? 'proxy',
+      needNetem: options.faults.includes('loss') || options.faults.includes('delay'),
     });
     const c = cluster;
     await waitForLeader(c, 30_000);
-    log(`cluster up: ${c.nodes.map((n) => `${n.name} https://127.0.0.1:${n.apiPort}`).join(', ')}`);
+    log(`cluster up: ${c.nodes.map((n, i) => `${n.name} ${c.apiUrl(i)}`).join(', ')}`);
 
     const plan = schedule(options.seed, options.faults, options.nodes, options.durationMs);
     log(

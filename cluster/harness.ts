@@ -24,10 +24,16 @@ export interface ClusterOptions {
   readonly extraServeFlags: readonly string[];
   /** Flags for one node only (the chaos harness gives each node its own peer dial URLs). */
   readonly nodeServeFlags?: (node: NodeLayout) => readonly string[];
+  /** Each node's address (default 127.0.0.1 for all): the chaos harness puts nodes in network namespaces. */
+  readonly hosts?: readonly string[];
+  /** A command the node's process is started through, e.g. `ip netns exec NS` (it must exec, not fork). */
+  readonly launchPrefix?: (node: NodeLayout) => readonly string[];
 }
 
 export interface NodeLayout {
   readonly name: string;
+  /** The address its API and peer listeners bind (127.0.0.1 unless the cluster was given hosts). */
+  readonly host: string;
   readonly apiPort: number;
   readonly peerPort: number;
   readonly dir: string;
@@ -75,9 +81,17 @@ export async function freeBasePort(n: number): Promise<number> {
   throw new Error('no free port range for the cluster');
 }
 
-export function layout(options: Pick<ClusterOptions, 'nodes' | 'basePort' | 'dataDir'>): NodeLayout[] {
+/** Where a node's API is reached. */
+export function apiUrlOf(node: NodeLayout): string {
+  return `https://${node.host.includes(':') ? `[${node.host}]` : node.host}:${node.apiPort}`;
+}
+
+export function layout(
+  options: Pick<ClusterOptions, 'nodes' | 'basePort' | 'dataDir' | 'hosts'>,
+): NodeLayout[] {
   return Array.from({ length: options.nodes }, (_, i) => ({
     name: `node-${i + 1}`,
+    host: options.hosts?.[i] ?? '127.0.0.1',
     apiPort: options.basePort + i,
     peerPort: options.basePort + peerPortOffset + i,
     dir: join(options.dataDir, `node-${i + 1}`),
@@ -87,6 +101,7 @@ export function layout(options: Pick<ClusterOptions, 'nodes' | 'basePort' | 'dat
 interface ClusterFile {
   readonly nodes: number;
   readonly basePort: number;
+  readonly hosts?: readonly string[];
 }
 
 /** The layout is fixed at the first `up`; later calls read it so `up` restarts the same nodes. */
@@ -99,7 +114,15 @@ async function resolveLayout(
     await mkdir(options.dataDir, { recursive: true });
     await writeFile(
       file,
-      JSON.stringify({ nodes: options.nodes, basePort: options.basePort }, null, 2) + '\n',
+      JSON.stringify(
+        {
+          nodes: options.nodes,
+          basePort: options.basePort,
+          ...(options.hosts === undefined ? {} : { hosts: options.hosts }),
+        },
+        null,
+        2,
+      ) + '\n',
     );
     return options;
   }
@@ -113,7 +136,12 @@ async function resolveLayout(
         `use \`stoa member add\` to grow it, or another --data-dir`,
     );
   }
-  return { ...options, nodes: saved.nodes, basePort: saved.basePort };
+  return {
+    ...options,
+    nodes: saved.nodes,
+    basePort: saved.basePort,
+    ...(saved.hosts === undefined ? {} : { hosts: saved.hosts }),
+  };
 }
 
 interface ClusterCertificates {
@@ -135,7 +163,7 @@ async function certificates(dataDir: string, nodes: readonly NodeLayout[]): Prom
       issueCertificate(ca, {
         commonName: node.name,
         dnsNames: ['localhost', node.name],
-        ipAddresses: ['127.0.0.1'],
+        ipAddresses: [...new Set(['127.0.0.1', node.host])],
         usage: 'server',
       }),
     );
@@ -143,7 +171,7 @@ async function certificates(dataDir: string, nodes: readonly NodeLayout[]): Prom
       issueCertificate(ca, {
         commonName: node.name,
         dnsNames: ['localhost'],
-        ipAddresses: ['127.0.0.1'],
+        ipAddresses: [...new Set(['127.0.0.1', node.host])],
         usage: 'peer',
       }),
     );
@@ -163,7 +191,7 @@ async function writeKubeconfig(
     clusters: nodes.map((node) => ({
       name: node.name,
       cluster: {
-        server: `https://127.0.0.1:${node.apiPort}`,
+        server: apiUrlOf(node),
         'certificate-authority-data': b64(certs.ca.certPem),
       },
     })),
@@ -186,11 +214,11 @@ async function writeKubeconfig(
 
 /** The `stoa serve` flags of one node of the cluster. */
 export function serveFlags(node: NodeLayout, nodes: readonly NodeLayout[], pkiDir: string): string[] {
-  const peerUrl = (n: NodeLayout): string => `https://127.0.0.1:${n.peerPort}`;
+  const peerUrl = (n: NodeLayout): string => `https://${n.host}:${n.peerPort}`;
   return [
     `--name=${node.name}`,
     `--data-dir=${node.dir}`,
-    `--bind-address=127.0.0.1`,
+    `--bind-address=${node.host}`,
     `--secure-port=${node.apiPort}`,
     `--listen-peer-urls=${peerUrl(node)}`,
     `--initial-advertise-peer-urls=${peerUrl(node)}`,
@@ -268,23 +296,25 @@ export async function up(
     await mkdir(node.dir, { recursive: true });
     const logFd = openSync(join(node.dir, 'stoa.log'), 'a');
     try {
-      const child = spawn(
+      const command = [
+        ...(options.launchPrefix?.(node) ?? []),
         process.execPath,
-        [
-          serverEntry,
-          'serve',
-          ...serveFlags(node, nodes, certs.dir),
-          ...options.extraServeFlags,
-          ...(options.nodeServeFlags?.(node) ?? []),
-        ],
-        { detached: true, stdio: ['ignore', logFd, logFd] },
-      );
+        serverEntry,
+        'serve',
+        ...serveFlags(node, nodes, certs.dir),
+        ...options.extraServeFlags,
+        ...(options.nodeServeFlags?.(node) ?? []),
+      ];
+      const child = spawn(command[0]!, command.slice(1), {
+        detached: true,
+        stdio: ['ignore', logFd, logFd],
+      });
       if (child.pid === undefined) throw new Error(`${node.name}: could not start`);
       await writeFile(join(node.dir, 'stoa.pid'), `${child.pid}\n`);
       child.unref();
       started.push(node);
       log(
-        `${node.name}: started (pid ${child.pid}), API https://127.0.0.1:${node.apiPort}, log ${join(node.dir, 'stoa.log')}`,
+        `${node.name}: started (pid ${child.pid}), API ${apiUrlOf(node)}, log ${join(node.dir, 'stoa.log')}`,
       );
     } finally {
       closeSync(logFd);
@@ -294,7 +324,7 @@ export async function up(
   const deadline = Date.now() + startTimeoutMs;
   for (const node of started) {
     for (;;) {
-      const reply = await adminGet(`https://127.0.0.1:${node.apiPort}/livez`, tls);
+      const reply = await adminGet(`${apiUrlOf(node)}/livez`, tls);
       if (reply?.status === 200) break;
       const pid = await readPid(node);
       if (pid === null || !alive(pid))
@@ -351,7 +381,7 @@ export async function status(dataDir: string): Promise<NodeStatus[]> {
     nodes.map(async (node): Promise<NodeStatus> => {
       const pid = await readPid(node);
       const running = pid !== null && alive(pid);
-      const apiUrl = `https://127.0.0.1:${node.apiPort}`;
+      const apiUrl = apiUrlOf(node);
       const health = running ? await adminGet(`${apiUrl}/readyz`, tls) : null;
       const raft = running ? await adminGet(`${apiUrl}${adminStatusPath}`, tls) : null;
       let parsed: { role?: string; term?: number; appliedIndex?: number; leader?: string } = {};

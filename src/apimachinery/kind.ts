@@ -108,6 +108,12 @@ export interface KindDeclaration {
     readonly toStorage: (object: ApiObject) => ApiObject;
     readonly fromStorage: (object: ApiObject) => ApiObject;
   };
+  /**
+   * Whether the schema's patch strategies and merge keys are Kubernetes' own, so that strategic merge patch is
+   * served (built-in kinds: yes, the default). False for kinds without declared strategies (custom resources):
+   * strategic merge patch is then 415, as kube-apiserver answers for custom resources.
+   */
+  readonly strategicMergePatch?: boolean;
   /** Only created, never stored: see VirtualKind. */
   readonly virtual?: VirtualKind;
   /** Create-only sub-resources by name (`token`). */

@@ -250,6 +250,17 @@ export const errors = {
     ),
   tooLarge: (limitBytes: number) =>
     new ApiError('RequestEntityTooLarge', `Request entity too large: limit is ${limitBytes}`),
+  /** Too large in another sense than bytes (kube-apiserver's NewRequestEntityTooLargeError). */
+  entityTooLarge: (message: string) =>
+    new ApiError('RequestEntityTooLarge', `Request entity too large: ${message}`),
+  /** A JSON patch that does not apply (a failed `test`, a missing path): 422 with the library's words as the cause. */
+  patchNotApplicable: (message: string) =>
+    new ApiError('Invalid', 'the server rejected our request due to an error in our request', {
+      causes: [{ reason: 'UnexpectedServerResponse', message }],
+    }),
+  /** Server-side apply conflicts: one cause per field, `conflict with "manager" ...`. */
+  applyConflict: (message: string, causes: readonly StatusCause[]) =>
+    new ApiError('Conflict', message, { causes }),
   tooManyRequests: () =>
     new ApiError('TooManyRequests', 'Too many requests, please try again later.', { retryAfterSeconds: 1 }),
   /** A resourceVersion below what is retained (watch, list, exact read). */
@@ -271,6 +282,24 @@ export const errors = {
     }),
   unavailable: (message: string) => new ApiError('ServiceUnavailable', message, { retryAfterSeconds: 1 }),
   timeout: (message: string) => new ApiError('Timeout', message, {}),
+  /** A 403 whose attributes carry a sub-resource: the subject names the resource, the reason `resource/sub`. */
+  forbiddenSubresource: (
+    user: string,
+    verb: string,
+    gr: GroupResource,
+    subresource: string,
+    namespace: string,
+    name: string,
+  ) => {
+    const subject = name === '' ? groupResourceString(gr) : `${groupResourceString(gr)} "${name}"`;
+    const scope = namespace === '' ? 'at the cluster scope' : `in the namespace "${namespace}"`;
+    const resource = subresource === '' ? gr.resource : `${gr.resource}/${subresource}`;
+    return new ApiError(
+      'Forbidden',
+      `${subject} is forbidden: User "${user}" cannot ${verb} resource "${resource}" in API group "${gr.group}" ${scope}`,
+      { ...(name === '' ? {} : { name }), group: gr.group, kind: gr.resource },
+    );
+  },
 };
 
 // Field errors (k8s.io/apimachinery/pkg/util/validation/field): the causes of an Invalid error.

@@ -38,3 +38,26 @@ export function withAuthenticatedGroup(user: UserInfo): UserInfo {
     ? user
     : { ...user, groups: [...user.groups, 'system:authenticated'] };
 }
+
+/** What a bearer-token method says about a token: `none` = not its kind of token (the next one is asked). */
+export interface TokenAuthenticator {
+  readonly name: string;
+  authenticateToken(token: string): Promise<AuthenticationResult>;
+}
+
+export const serviceAccountUsernamePrefix = 'system:serviceaccount:';
+
+/** `system:serviceaccount:NS:NAME` → [NS, NAME], or undefined when the name is not a service account's. */
+export function splitServiceAccountUsername(name: string): [string, string] | undefined {
+  if (!name.startsWith(serviceAccountUsernamePrefix)) return undefined;
+  const parts = name.slice(serviceAccountUsernamePrefix.length).split(':');
+  if (parts.length !== 2) return undefined;
+  const [namespace = '', account = ''] = parts;
+  const valid = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
+  if (!valid.test(namespace) || !valid.test(account)) return undefined;
+  return [namespace, account];
+}
+
+export function serviceAccountGroups(namespace: string): string[] {
+  return ['system:serviceaccounts', `system:serviceaccounts:${namespace}`];
+}

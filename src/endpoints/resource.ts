@@ -1,22 +1,17 @@
 // One handler per verb, generic over the kind: get, list, watch, create, update, patch, delete,
 // deletecollection, for the main resource and its `status` sub-resource.
 
-import { decodeJson, decodeYaml, type Decoded } from '../apimachinery/codec.js';
+import type { Decoded } from '../apimachinery/codec.js';
 import { asApiObject, type ApiObject } from '../apimachinery/meta.js';
 import { negotiateBody, negotiateResponse, type BodyType } from '../apimachinery/negotiation.js';
-import { mergePatch, strategicMergePatch } from '../apimachinery/patch.js';
+import { mergePatch } from '../apimachinery/patch.js';
 import {
   decodeObject,
   protobufMediaType,
   protobufMessageOf,
   ProtobufDecodeError,
 } from '../apimachinery/protobuf.js';
-import {
-  compileValidator,
-  pruneUnknownFields,
-  type ObjectValidator,
-  type Schema,
-} from '../apimachinery/schema.js';
+import { compileValidator, type ObjectValidator, type Schema } from '../apimachinery/schema.js';
 import { apiVersionOf, type CreateSubresource } from '../apimachinery/kind.js';
 import { parseFieldSelector, parseLabelSelector, type Requirement } from '../apimachinery/selectors.js';
 import { errors, successStatus } from '../apimachinery/status.js';
@@ -30,7 +25,15 @@ import {
 } from '../registry/store.js';
 import { limits } from '../util/limits.js';
 import { unreachable } from '../util/assert.js';
-import { protobufOption, respond, warningValue, type RequestContext } from './context.js';
+import { protobufOption, respond, type RequestContext } from './context.js';
+import {
+  checkFields,
+  decodeBody,
+  dryRunOf,
+  servePatch,
+  updateTracker,
+  validateWriteOptions,
+} from './patch.js';
 import { anonymousUser, type UserInfo } from '../auth/user.js';
 import type { RequestInfo } from './requestinfo.js';
 import { serveWatch, type WatchHooks } from './watch.js';
@@ -40,6 +43,8 @@ type ResourceInfo = Extract<RequestInfo, { isResourceRequest: true }>;
 export interface ResourceDeps {
   readonly watchHooks: WatchHooks;
   readonly groupDomain: string;
+  /** Periodic watch bookmarks this often (hidden flag --watch-bookmark-interval; default in limits). */
+  readonly watchBookmarkIntervalMs?: number;
   /** Checks of writes that need the user (RBAC escalation prevention); undefined = none for this resource. */
   readonly admission?: (
     user: UserInfo,
@@ -69,10 +74,6 @@ export async function readBody(ctx: RequestContext): Promise<Buffer> {
     chunks.push(chunk);
   }
   return Buffer.concat(chunks);
-}
-
-function decodeBody(type: BodyType, text: string): Decoded {
-  return type === 'yaml' || type === 'apply-patch' ? decodeYaml(text) : decodeJson(text);
 }
 
 /** The kind a body must hold: its group, version and kind (for protobuf, the message to decode). */
@@ -139,76 +140,29 @@ export async function readTypedBody(
   return { type, decoded: decodeBody(type, text), empty: false };
 }
 
-type FieldValidation = 'Ignore' | 'Warn' | 'Strict';
-
-function fieldValidationOf(query: URLSearchParams): FieldValidation {
-  const value = query.get('fieldValidation') ?? 'Warn';
-  if (value === 'Ignore' || value === 'Warn' || value === 'Strict') return value;
-  if (value === '') return 'Warn';
-  throw errors.badRequest(`fieldValidation must be one of "Ignore", "Warn" or "Strict", got "${value}"`);
-}
-
-/** Unknown and duplicate fields: dropped, warned about (one Warning each) or rejected with all of them listed. */
-function checkFields(
-  ctx: RequestContext,
-  registry: ResourceRegistry | Schema,
-  decoded: Decoded,
-  isPatch: boolean,
-): unknown {
-  const mode = fieldValidationOf(ctx.query);
-  const value = decoded.value;
-  const schema = registry instanceof ResourceRegistry ? registry.decl.schema : registry;
-  const unknown = isPatch ? [] : pruneUnknownFields(schema, value);
-  const problems = [
-    ...unknown.map((f) => `unknown field "${f}"`),
-    ...decoded.duplicateFields.map((f) => `duplicate field "${f}"`),
-  ];
-  if (problems.length === 0 || mode === 'Ignore') return value;
-  if (mode === 'Strict') throw errors.badRequest(`strict decoding error: ${problems.join(', ')}`);
-  for (const p of problems) ctx.warnings.push(warningValue(p));
-  return value;
-}
-
-function dryRunOf(query: URLSearchParams): boolean {
-  const values = query.getAll('dryRun');
-  for (const v of values)
-    if (v !== 'All') throw errors.badRequest(`Invalid dryRun value: "${v}": supported values: "All"`);
-  return values.length > 0;
-}
-
-/** The object a body must hold: the registry's own kind, or a create-only sub-resource's. */
-interface ExpectedObject {
-  readonly kind: string;
+/** What a create body must be: the registry's own kind, or a create-only sub-resource's. */
+interface ExpectedBody {
+  readonly body: BodyKind;
   readonly apiVersion: string;
   readonly schema: Schema;
 }
 
-function expectedOf(registry: ResourceRegistry): ExpectedObject {
-  return { kind: registry.decl.kind, apiVersion: registry.apiVersion, schema: registry.decl.schema };
-}
-
 async function readObject(
   ctx: RequestContext,
-  body: ResourceRegistry | ExpectedObject,
-  groupDomain: string,
+  target: ResourceRegistry | ExpectedBody,
+  deps: ResourceDeps,
 ): Promise<ApiObject> {
-  const expected = body instanceof ResourceRegistry ? expectedOf(body) : body;
-  const slash = expected.apiVersion.indexOf('/');
-  const typed: BodyKind =
-    slash < 0
-      ? { group: '', version: expected.apiVersion, kind: expected.kind }
-      : {
-          group: expected.apiVersion.slice(0, slash),
-          version: expected.apiVersion.slice(slash + 1),
-          kind: expected.kind,
-        };
-  const { decoded } = await readTypedBody(ctx, groupDomain, typed);
-  const value = checkFields(ctx, expected.schema, decoded, false);
-  const object = asApiObject(value);
+  const expected: ExpectedBody =
+    target instanceof ResourceRegistry
+      ? { body: bodyKindOf(target), apiVersion: target.apiVersion, schema: target.decl.schema }
+      : target;
+  const { decoded } = await readTypedBody(ctx, deps.groupDomain, expected.body);
+  checkFields(ctx, expected.schema, decoded.value, decoded.duplicateFields, true);
+  const object = asApiObject(decoded.value);
   if (object === undefined) throw errors.badRequest('the body of the request must be an object');
-  if (object.kind !== undefined && object.kind !== expected.kind) {
+  if (object.kind !== undefined && object.kind !== expected.body.kind) {
     throw errors.badRequest(
-      `the kind in the data (${String(object.kind)}) does not match the expected kind (${expected.kind})`,
+      `the kind in the data (${String(object.kind)}) does not match the expected kind (${expected.body.kind})`,
     );
   }
   if (object.apiVersion !== undefined && object.apiVersion !== expected.apiVersion) {
@@ -224,7 +178,7 @@ async function createVirtual(
   ctx: RequestContext,
   registry: ResourceRegistry,
   info: ResourceInfo,
-  groupDomain: string,
+  deps: ResourceDeps,
 ): Promise<void> {
   const { decl } = registry;
   const hook = decl.virtual;
@@ -233,7 +187,7 @@ async function createVirtual(
   if (info.name !== '' || info.subresource !== '') throw errors.pathNotFound();
   if (decl.namespaced && info.namespace === '') throw errors.pathNotFound();
   if (info.verb !== 'create') throw errors.methodNotAllowed();
-  const object = await readObject(ctx, registry, groupDomain);
+  const object = await readObject(ctx, registry, deps);
   object.apiVersion = registry.apiVersion;
   object.kind = decl.kind;
   registry.validateVirtual(object);
@@ -254,13 +208,17 @@ async function createSubresource(
   registry: ResourceRegistry,
   info: ResourceInfo,
   sub: CreateSubresource,
-  groupDomain: string,
+  deps: ResourceDeps,
 ): Promise<void> {
   if (info.verb !== 'create') throw errors.methodNotAllowed();
   const { decl } = registry;
   if (decl.namespaced && info.namespace === '') throw errors.pathNotFound();
   const apiVersion = apiVersionOf(sub.group, sub.version);
-  const object = await readObject(ctx, { kind: sub.kind, apiVersion, schema: sub.schema }, groupDomain);
+  const object = await readObject(
+    ctx,
+    { body: { group: sub.group, version: sub.version, kind: sub.kind }, apiVersion, schema: sub.schema },
+    deps,
+  );
   object.apiVersion = apiVersion;
   object.kind = sub.kind;
   let validator = subresourceValidators.get(sub.schema);
@@ -324,12 +282,12 @@ export async function serveResource(
   const { decl } = registry;
   const subresource = info.subresource;
   if (decl.virtual !== undefined) {
-    await createVirtual(ctx, registry, info, deps.groupDomain);
+    await createVirtual(ctx, registry, info, deps);
     return;
   }
   const createOnly = subresource === '' ? undefined : decl.createSubresources?.[subresource];
   if (createOnly !== undefined && info.name !== '') {
-    await createSubresource(ctx, registry, info, createOnly, deps.groupDomain);
+    await createSubresource(ctx, registry, info, createOnly, deps);
     return;
   }
   if (subresource === 'scale' && decl.scaleSubresource === true) {
@@ -453,6 +411,7 @@ export async function serveResource(
             timeoutText === null || timeoutText === '' ? undefined : Math.max(0, Number(timeoutText)),
           format,
           initialEventsAnnotation: `${deps.groupDomain}/initial-events-end`,
+          bookmarkIntervalMs: deps.watchBookmarkIntervalMs ?? limits.apiWatchBookmarkIntervalMs,
         },
         deps.watchHooks,
       );
@@ -460,53 +419,38 @@ export async function serveResource(
     }
     case 'create': {
       if (info.name !== '' || sub !== '') throw errors.methodNotAllowed();
-      const object = await readObject(ctx, registry, deps.groupDomain);
+      validateWriteOptions(ctx, 'CreateOptions', false);
+      const object = await readObject(ctx, registry, deps);
       const created = await registry.create(namespace, object, {
         dryRun: dryRunOf(q),
+        trackFields: updateTracker(ctx, registry, ''),
         ...admitOf(ctx, registry, namespace, deps),
       });
       respond(ctx, 201, created);
       return;
     }
     case 'update': {
-      const object = await readObject(ctx, registry, deps.groupDomain);
+      validateWriteOptions(ctx, 'UpdateOptions', false);
+      const object = await readObject(ctx, registry, deps);
       const result = await registry.update(namespace, info.name, object, {
         dryRun: dryRunOf(q),
         subresource: sub,
+        trackFields: updateTracker(ctx, registry, sub),
         ...admitOf(ctx, registry, namespace, deps),
       });
       respond(ctx, result.created ? 201 : 200, result.object);
       return;
     }
     case 'patch': {
-      const type = negotiateBody(ctx.req.headers['content-type'], ['merge-patch', 'strategic-merge-patch']);
-      const decoded = decodeBody(type, (await readBody(ctx)).toString('utf8'));
-      const patch = checkFields(ctx, registry, decoded, true);
-      if (patch === null || typeof patch !== 'object' || Array.isArray(patch))
-        throw errors.badRequest('the patch must be a JSON object');
-      const precondition = (patch as { metadata?: { resourceVersion?: unknown } }).metadata?.resourceVersion;
-      const object = await registry.patch(
+      await servePatch(
+        ctx,
+        registry,
         namespace,
         info.name,
-        (current) => {
-          const merged =
-            type === 'merge-patch'
-              ? mergePatch(current, patch)
-              : strategicMergePatch(current, patch, decl.schema);
-          const result = asApiObject(merged);
-          if (result === undefined) throw errors.badRequest('the patched object is not an object');
-          // Unknown fields the patch introduced are reported like a body's.
-          checkFields(ctx, registry, { value: result, duplicateFields: [] }, false);
-          return result;
-        },
-        {
-          dryRun: dryRunOf(q),
-          subresource: sub,
-          ...admitOf(ctx, registry, namespace, deps),
-          ...(typeof precondition === 'string' ? { preconditionVersion: precondition } : {}),
-        },
+        sub,
+        await readBody(ctx),
+        admitOf(ctx, registry, namespace, deps),
       );
-      respond(ctx, 200, object);
       return;
     }
     case 'delete': {
@@ -647,6 +591,7 @@ async function serveScale(
     {
       dryRun: dryRunOf(ctx.query),
       subresource: '',
+      trackFields: updateTracker(ctx, registry, 'scale'),
       ...(info.verb === 'update' && typeof precondition === 'string'
         ? { preconditionVersion: precondition }
         : {}),

@@ -19,6 +19,8 @@ export interface RouterDeps extends ResourceDeps {
   readonly metricsText: () => Promise<string>;
   readonly version: Record<string, string>;
   readonly serverAddress: () => string;
+  /** Fixed non-resource GET paths served by other parts (the service account issuer's discovery documents). */
+  readonly extraPaths?: ReadonlyMap<string, Handler>;
   /** /stoa/admin/v1/...: cluster administration (src/endpoints/admin.ts). */
   readonly admin?: Handler;
 }
@@ -60,6 +62,11 @@ export function router(deps: RouterDeps): Handler {
     const method = ctx.req.method ?? 'GET';
     if (method !== 'GET' && method !== 'HEAD') throw errors.methodNotAllowed();
     const path = ctx.url.pathname.replace(/\/+$/, '') || '/';
+    const extra = deps.extraPaths?.get(path);
+    if (extra !== undefined) {
+      await extra(ctx);
+      return;
+    }
     const parts = path.split('/').filter((p) => p !== '');
     const first = parts[0] ?? '';
     if (healthEndpoints.has(first) && parts.length <= 2) {

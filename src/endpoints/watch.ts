@@ -21,8 +21,6 @@ export const watchLimits = {
   watcherPendingEventsMax: 10_000,
   /** Bytes of events queued behind a connection that is not draining (beyond the socket's own buffers). */
   watcherPendingBytesMax: 4 * 1024 * 1024,
-  /** Bookmarks (when asked for) about this often. */
-  bookmarkIntervalMs: 60_000,
   /** Without timeoutSeconds a watch ends after this long (kube-apiserver: 30 to 60 minutes). */
   watchDefaultTimeoutMs: 30 * 60_000,
 } as const;
@@ -38,6 +36,8 @@ export interface WatchRequest {
   readonly timeoutSeconds: number | undefined;
   readonly format: ResponseFormat;
   readonly initialEventsAnnotation: string;
+  /** Periodic bookmarks (when asked for) this often: limits.apiWatchBookmarkIntervalMs unless a test shortens it. */
+  readonly bookmarkIntervalMs: number;
 }
 
 export interface WatchHooks {
@@ -264,9 +264,9 @@ export async function serveWatch(
   if (request.allowWatchBookmarks) {
     const tick = (): void => {
       send(bookmark(cache.revision > lastRevision ? cache.revision : lastRevision));
-      timers.push(setTimeout(tick, watchLimits.bookmarkIntervalMs));
+      timers.push(setTimeout(tick, request.bookmarkIntervalMs));
     };
-    timers.push(setTimeout(tick, watchLimits.bookmarkIntervalMs));
+    timers.push(setTimeout(tick, request.bookmarkIntervalMs));
   }
   await done;
 }

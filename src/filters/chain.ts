@@ -4,9 +4,10 @@
 import type { Logger } from 'pino';
 import { respondError, type RequestContext } from '../endpoints/context.js';
 import type { Metrics } from '../server/metrics.js';
-import type { UserInfo } from '../auth/user.js';
 import type { Authorizer } from '../auth/authorizer.js';
+import type { UnionAuthenticator } from '../auth/union.js';
 import { withAuthentication } from './authentication.js';
+import { withImpersonation } from './impersonation.js';
 import { withAuthorization } from './authorization.js';
 import type { Handler } from './handler.js';
 import { withInflightLimit } from './limits.js';
@@ -14,8 +15,10 @@ import { withInflightLimit } from './limits.js';
 export interface ChainDeps {
   readonly logger: Logger;
   readonly metrics: Metrics;
-  readonly tokens: ReadonlyMap<string, UserInfo>;
+  readonly authenticator: UnionAuthenticator;
   readonly authorizer: Authorizer;
+  /** `authentication.DOMAIN`: the group of the userextras and uids impersonation resources. */
+  readonly authenticationGroup: string;
   readonly maxRequestsInflight: number;
   readonly maxMutatingRequestsInflight: number;
 }
@@ -69,7 +72,12 @@ export function buildChain(app: Handler, deps: ChainDeps): Handler {
   handler = withInflightLimit(handler, deps.maxRequestsInflight, deps.maxMutatingRequestsInflight, {
     set: (kind, value) => deps.metrics.inflight.set({ request_kind: kind }, value),
   });
-  handler = withAuthentication(handler, deps.tokens);
+  handler = withImpersonation(handler, deps.authorizer, deps.authenticationGroup);
+  handler = withAuthentication(handler, deps.authenticator, {
+    observe: (method, reasons) => {
+      if (method === undefined) deps.logger.debug({ reasons }, 'unauthorized');
+    },
+  });
   handler = withLogAndMetrics(handler, deps);
   return handler;
 }

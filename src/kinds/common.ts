@@ -17,6 +17,14 @@ export const labelSelectorSchema: Schema = s.obj(
   { 'x-kubernetes-map-type': 'atomic' },
 );
 
+/** `status.conditions` of most kinds: merged by `type` (patchStrategy merge, listType map). */
+export const conditionsSchema: Schema = s.listMap(s.free(), ['type']);
+
+/** A status modelled only where its lists need merge keys; other fields are kept as sent. */
+export function statusSchema(description: string, lists: Record<string, Schema>): Schema {
+  return s.obj(lists, [], { description, 'x-kubernetes-preserve-unknown-fields': true });
+}
+
 const envVarSchema = s.obj({ name: s.str(), value: s.str(), valueFrom: s.free() }, ['name']);
 
 export const containerSchema: Schema = s.obj(
@@ -63,7 +71,7 @@ export const containerSchema: Schema = s.obj(
 
 export const podSpecSchema: Schema = s.obj(
   {
-    volumes: s.listMap(s.free(), ['name']),
+    volumes: s.listMap(s.free(), ['name'], { 'x-kubernetes-patch-strategy': 'merge,retainKeys' }),
     initContainers: s.listMap(containerSchema, ['name']),
     containers: s.listMap(containerSchema, ['name']),
     ephemeralContainers: s.listMap(s.free(), ['name']),
@@ -104,7 +112,7 @@ export const podSpecSchema: Schema = s.obj(
     os: s.free(),
     hostUsers: s.bool(),
     schedulingGates: s.listMap(s.free(), ['name']),
-    resourceClaims: s.listMap(s.free(), ['name']),
+    resourceClaims: s.listMap(s.free(), ['name'], { 'x-kubernetes-patch-strategy': 'merge,retainKeys' }),
   },
   ['containers'],
 );

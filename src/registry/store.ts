@@ -18,6 +18,7 @@ import { revision, type Revision } from '../util/brand.js';
 import type { Clock } from '../util/clock.js';
 import { unreachable } from '../util/assert.js';
 import { WaitTimeout, WatchCache } from '../watchcache/cache.js';
+import { FieldManager } from '../fieldmanager/manager.js';
 import {
   clone,
   decodeObject,
@@ -52,8 +53,15 @@ export type WriteAdmission = (object: ApiObject, old: ApiObject | undefined) => 
 
 export interface WriteOptions {
   readonly dryRun: boolean;
+  /**
+   * Field management: called with the live object (undefined on create) and the new one after defaulting and
+   * validation, to set the new object's metadata.managedFields. Writes without it keep managedFields as they are.
+   */
+  readonly trackFields?: TrackFields;
   readonly admit?: WriteAdmission;
 }
+
+export type TrackFields = (live: ApiObject | undefined, next: ApiObject, nowMs: number) => void;
 
 export interface DeleteOptions extends WriteOptions {
   readonly preconditions?: { readonly uid?: string; readonly resourceVersion?: string };
@@ -121,11 +129,18 @@ export class ResourceRegistry {
   private readonly validator: ObjectValidator;
   private cacheInstance: WatchCache<ApiObject> | undefined;
   readonly selectableFields: ReadonlySet<string>;
+  /** Who owns which field (metadata.managedFields). */
+  readonly fields: FieldManager;
 
   constructor(
     readonly decl: KindDeclaration,
     private readonly deps: RegistryDeps,
   ) {
+    this.fields = new FieldManager({
+      schema: decl.schema,
+      apiVersion: apiVersionOf(decl.group, decl.versions[0] ?? 'v1'),
+      statusSubresource: decl.statusSubresource,
+    });
     this.prefix =
       decl.storage === undefined
         ? resourcePrefix(decl.group, decl.plural)
@@ -158,6 +173,11 @@ export class ResourceRegistry {
 
   close(): void {
     this.cacheInstance?.close();
+  }
+
+  /** The server's clock (managedFields times). */
+  nowMs(): number {
+    return this.deps.clock.nowMs();
   }
 
   key(namespace: string, name: string): string {
@@ -399,6 +419,7 @@ export class ResourceRegistry {
       const object = clone(admitted);
       if (generate) object.metadata.name = generateName(object.metadata.generateName ?? '');
       this.validate(object, undefined);
+      options.trackFields?.(undefined, object, this.deps.clock.nowMs());
       await options.admit?.(object, undefined);
       const name = object.metadata.name ?? '';
       const key = this.key(namespace, name);
@@ -464,6 +485,7 @@ export class ResourceRegistry {
         throw errors.staleUpdate(this.gr, name);
       }
       const next = this.prepareUpdate(mutate(clone(current)), current, options.subresource);
+      options.trackFields?.(current, next, this.deps.clock.nowMs());
       if (JSON.stringify(next) === JSON.stringify(current)) return { object: current, created: false };
       await options.admit?.(next, current);
       if (options.dryRun) return { object: next, created: false };

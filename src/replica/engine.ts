@@ -67,6 +67,16 @@ import type { Logger, PeerTlsOptions } from '../transport/options.js';
 import { silentLogger } from '../transport/options.js';
 import { decodeCommand, encodeCommand, type Command } from './commands.js';
 import { encodeBackup } from './backup.js';
+import {
+  SnapshotReceiver,
+  SnapshotSender,
+  appliedFrom,
+  appliedKey,
+  installStaged,
+  isStreamMessage,
+  u64,
+  type StreamMessage,
+} from './snapshot-stream.js';
 import { clusterIdFromToken, nodeIdFromName, type Member } from './ids.js';
 
 export interface ReplicaOptions {
@@ -89,8 +99,14 @@ export interface ReplicaOptions {
   readonly heartbeatIntervalMs?: number;
   /** etcd's --election-timeout (default 1000 ms). */
   readonly electionTimeoutMs?: number;
-  /** etcd's --snapshot-count: applied entries between snapshots (default 100,000, as etcd 3.4). */
+  /**
+   * etcd's --snapshot-count: applied entries between snapshots (default 10,000: etcd 3.6's, chosen once etcd's
+   * snapshots stopped copying its store, as Stoa's do; etcd 3.4 and 3.5 have 100,000, sized for the v2 store
+   * dump). Fewer entries held in memory between log compactions; a snapshot costs one synced LevelDB write.
+   */
   readonly snapshotCount?: number;
+  /** Bytes of state per chunk when a follower is sent the state (default 1 MiB). */
+  readonly snapshotChunkBytes?: number;
   /** Entries kept in the log behind a snapshot so that slow followers catch up without one (default 5,000). */
   readonly snapshotCatchUpEntries?: number;
   /** History kept by automatic compaction, proposed by the leader (default 5 minutes; <= 0 turns it off). */
@@ -124,6 +140,10 @@ export interface ReplicaStatus {
   readonly snapshotIndex: number;
   /** Snapshots received from a leader and restored since this process started. */
   readonly snapshotsRestored: number;
+  /** Chunks of state received from a leader since this process started. */
+  readonly snapshotChunksReceived: number;
+  /** Streams of this node's state to a follower completed since this process started. */
+  readonly snapshotStreamsSent: number;
   readonly revision: number;
   readonly members: readonly MemberStatus[];
 }
@@ -150,8 +170,8 @@ interface ReadRound {
   askedAtTick: number;
 }
 
-/** Keys of the replica's own records in the MVCC LevelDB (the MVCC uses keys starting with 'm'). */
-const appliedKey = Buffer.from('rA');
+/** Keys of the replica's own records in the MVCC LevelDB (the MVCC uses keys starting with 'm'): `appliedKey`
+ * (snapshot-stream.ts) and the member table. */
 const memberPrefix = Buffer.from('rM');
 const memberKey = (id: NodeId): Buffer => {
   const key = Buffer.alloc(memberPrefix.length + 4);
@@ -160,12 +180,6 @@ const memberKey = (id: NodeId): Buffer => {
   return key;
 };
 const packr = new Packr({ useRecords: false, moreTypes: false });
-
-const u64 = (n: number): Buffer => {
-  const b = Buffer.alloc(8);
-  b.writeBigUInt64BE(BigInt(n));
-  return b;
-};
 
 export class ReplicatedStore implements KVStore {
   readonly selfId: NodeId;
@@ -185,7 +199,10 @@ export class ReplicatedStore implements KVStore {
   private readonly members = new Map<NodeId, Member>();
   private role: StateType = 'follower';
   private leader: NodeId;
+  /** The index the MVCC state has applied (it may run ahead of the core after a streamed state is installed). */
   private applied: LogIndex;
+  /** The last index the core handed out as committed (or restored a snapshot at). */
+  private coreApplied: LogIndex;
   private snapshotIndex: LogIndex;
   private ticks = 0;
   private snapshotsRestored = 0;
@@ -202,6 +219,17 @@ export class ReplicatedStore implements KVStore {
 
   private running: Promise<void> | undefined;
   private rerun = false;
+
+  private readonly snapshotSender: SnapshotSender;
+  private readonly snapshotReceiver: SnapshotReceiver;
+  /** A complete state from the leader is staged: the Ready loop installs it next. */
+  private stagedReady = false;
+  /** The latest MsgSnap that arrived before its state did: stepped once the state is installed. */
+  private pendingSnap: Extract<Message, { type: 'MsgSnap' }> | undefined;
+  /** Set while a streamed state replaces the MVCC state: reads wait for it. */
+  private restoring: Promise<void> | undefined;
+  /** The MVCC write of applied entries whose results were already told: reads wait for it. */
+  private applyWrite: Promise<void> | undefined;
   private readonly tickTimer: NodeJS.Timeout;
   private readonly compactionTimer: NodeJS.Timeout | undefined;
   private readonly compactionSamples: { timeMs: number; revision: Revision }[] = [];
@@ -215,7 +243,7 @@ export class ReplicatedStore implements KVStore {
     private readonly db: Db,
     private mvcc: Mvcc,
     private readonly storage: MemoryStorage,
-    private readonly transport: PeerTransport<Message>,
+    private readonly transport: PeerTransport<Message | StreamMessage>,
     applied: LogIndex,
     snapshotIndex: LogIndex,
     members: readonly Member[],
@@ -227,7 +255,7 @@ export class ReplicatedStore implements KVStore {
     this.heartbeatIntervalMs = options.heartbeatIntervalMs ?? 100;
     const electionTimeoutMs = options.electionTimeoutMs ?? 1000;
     this.electionTicks = Math.max(2, Math.round(electionTimeoutMs / this.heartbeatIntervalMs));
-    this.snapshotCount = options.snapshotCount ?? 100_000;
+    this.snapshotCount = options.snapshotCount ?? 10_000;
     this.snapshotCatchUpEntries = options.snapshotCatchUpEntries ?? 5_000;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 5_000 + 2 * electionTimeoutMs;
     this.onFatal =
@@ -239,6 +267,7 @@ export class ReplicatedStore implements KVStore {
     for (const member of members) this.members.set(member.id, member);
     this.hub = this.newHub();
     this.applied = applied;
+    this.coreApplied = snapshotIndex;
     this.snapshotIndex = snapshotIndex;
     this.leader = NONE;
     this.raft = new Raft({
@@ -252,8 +281,41 @@ export class ReplicatedStore implements KVStore {
       trace: (line) => this.logger.debug({ raft: line }, 'raft'),
     });
     this.syncPeers(this.raft.confState());
+    const chunkBytes = options.snapshotChunkBytes ?? 1024 * 1024;
+    this.snapshotSender = new SnapshotSender({
+      selfId: this.selfId,
+      incarnation: this.incarnation,
+      db,
+      send: (message) => this.transport.send([message]),
+      chunkBytes,
+      ackTimeoutMs: 2 * electionTimeoutMs,
+      completedRetainMs: 10 * electionTimeoutMs,
+      logger: this.logger,
+    });
+    this.snapshotReceiver = new SnapshotReceiver({
+      selfId: this.selfId,
+      dataDir: options.dataDir,
+      send: (message) => this.transport.send([message]),
+      applied: () => this.applied,
+      onStaged: () => {
+        this.stagedReady = true;
+        this.schedule();
+      },
+      logger: this.logger,
+    });
     transport.onMessage((message) => {
       if (this.closed || this.removed) return;
+      if (message.type === 'MsgSnapData' || message.type === 'MsgSnapDataResp') {
+        if (!isStreamMessage(message)) return; // malformed: the sender times out and starts over
+        if (message.type === 'MsgSnapData') this.snapshotReceiver.onChunk(message);
+        else this.snapshotSender.onResponse(message);
+        return;
+      }
+      if (message.type === 'MsgSnap' && message.data.length === 0 && message.snapshotIndex > this.applied) {
+        // Its state has not arrived yet (it is streamed beside the core): step it once installed.
+        this.pendingSnap = message;
+        return;
+      }
       this.raft.step(message);
       this.schedule();
     });
@@ -275,7 +337,7 @@ export class ReplicatedStore implements KVStore {
     const { store: log, loaded: loadedFromDisk } = await RaftLogStore.open(join(options.dataDir, 'raft'));
     const mvccDir = join(options.dataDir, 'mvcc');
     const db = new ClassicLevel<Buffer, Buffer>(mvccDir, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
-    let transport: PeerTransport<Message> | undefined;
+    let transport: PeerTransport<Message | StreamMessage> | undefined;
     try {
       await db.open();
       let loaded: LoadedLog = loadedFromDisk;
@@ -284,10 +346,19 @@ export class ReplicatedStore implements KVStore {
       } else {
         loaded = await ReplicatedStore.initialize(options, log, db, selfId, clusterId);
       }
+      // A state streamed from a leader and staged, or installed half way, when the node stopped.
+      await installStaged(db, options.dataDir, await ReplicatedStore.readApplied(db), () => undefined);
       let applied = await ReplicatedStore.readApplied(db);
       const snapshot = loaded.snapshot;
       if (snapshot !== undefined && applied < snapshot.metadata.index) {
-        // The MVCC state is behind the last snapshot (a crash while restoring one): restore it again.
+        if (snapshot.data.length === 0) {
+          throw new StorageError(
+            'Corrupt',
+            `the MVCC state in ${mvccDir} has applied index ${applied}, behind the Raft snapshot at ` +
+              `${snapshot.metadata.index} in ${log.dir}, and no staged state covers it`,
+          );
+        }
+        // A data dir from before snapshots were streamed, which crashed while restoring one: restore it again.
         await ReplicatedStore.restoreState(db, snapshot);
         applied = snapshot.metadata.index;
       }
@@ -297,7 +368,7 @@ export class ReplicatedStore implements KVStore {
       storage.append(loaded.entries);
       storage.setHardState(loaded.hardState);
       const members = await ReplicatedStore.readMembers(db);
-      transport = await PeerTransport.create<Message>({
+      transport = await PeerTransport.create<Message | StreamMessage>({
         clusterId,
         nodeId: selfId,
         tls: options.tls,
@@ -331,13 +402,26 @@ export class ReplicatedStore implements KVStore {
     }
   }
 
+  /**
+   * Resolves once the MVCC state holds everything already told to a client or watcher: no restore is running,
+   * and the apply write in flight when called (if any) has landed. A failed write fails the node.
+   */
+  private async settledReads(): Promise<void> {
+    while (this.restoring !== undefined) await this.restoring;
+    const write = this.applyWrite;
+    if (write !== undefined) await write.catch(() => undefined);
+  }
+
   /** The watch hub reads history from whatever MVCC state is current (it is replaced by a snapshot restore). */
   private newHub(): WatchHub {
     // eslint-disable-next-line @typescript-eslint/no-this-alias -- the getter below has its own `this`
     const self = this;
     return new WatchHub(
       {
-        readChanges: (after, max) => this.mvcc.readChanges(after, max),
+        readChanges: async (after, max) => {
+          await this.settledReads();
+          return this.mvcc.readChanges(after, max);
+        },
         get compactRevision() {
           return self.mvcc.compactRevision;
         },
@@ -420,8 +504,7 @@ export class ReplicatedStore implements KVStore {
   }
 
   private static async readApplied(db: Db): Promise<LogIndex> {
-    const stored = await db.get(appliedKey);
-    return logIndex(stored === undefined ? 0 : Number(stored.readBigUInt64BE(0)));
+    return logIndex(appliedFrom(await db.get(appliedKey)));
   }
 
   private static async readMembers(db: Db): Promise<Member[]> {
@@ -435,7 +518,10 @@ export class ReplicatedStore implements KVStore {
     return members;
   }
 
-  /** Replaces the whole MVCC LevelDB content by a snapshot's (every key, the replica's records included). */
+  /**
+   * Replaces the whole MVCC LevelDB content by a snapshot's data (every key, the replica's records included):
+   * only for data dirs written before snapshots carried no data (see snapshot-stream.ts).
+   */
   private static async restoreState(db: Db, snapshot: { data: Uint8Array }): Promise<void> {
     const pairs = packr.unpack(snapshot.data) as [Uint8Array, Uint8Array][];
     await db.clear();
@@ -456,6 +542,7 @@ export class ReplicatedStore implements KVStore {
     this.checkServing();
     checkSpan(span);
     if (options.serializable !== true) await this.linearizableBarrier();
+    await this.settledReads();
     return this.mvcc.range(span, options);
   }
 
@@ -507,6 +594,8 @@ export class ReplicatedStore implements KVStore {
       waiter.reject(closedError);
     }
     await this.running;
+    await this.snapshotSender.close();
+    await this.snapshotReceiver.close();
     await this.transport.close();
     this.hub.close();
     await this.log.close();
@@ -538,6 +627,8 @@ export class ReplicatedStore implements KVStore {
       appliedIndex: this.applied,
       snapshotIndex: this.snapshotIndex,
       snapshotsRestored: this.snapshotsRestored,
+      snapshotChunksReceived: this.snapshotReceiver.chunksReceived,
+      snapshotStreamsSent: this.snapshotSender.streamsCompleted,
       revision: this.mvcc.revision,
       members,
     };
@@ -799,7 +890,10 @@ export class ReplicatedStore implements KVStore {
 
   private async drain(): Promise<void> {
     while (!this.closed && this.failed === undefined) {
-      if (this.raft.hasReady()) {
+      if (this.stagedReady) {
+        this.stagedReady = false;
+        await this.installStagedState();
+      } else if (this.raft.hasReady()) {
         const ready = this.raft.ready();
         await this.handleReady(ready);
         this.raft.advance();
@@ -840,7 +934,7 @@ export class ReplicatedStore implements KVStore {
       ready.snapshot === undefined &&
       (ready.hardState === undefined ||
         (ready.hardState.term === stored.term && ready.hardState.vote === stored.vote));
-    if (sendFirst && ready.messages.length > 0) this.transport.send(ready.messages);
+    if (sendFirst && ready.messages.length > 0) this.send(ready.messages);
     const persist = async (): Promise<void> => {
       if (ready.snapshot !== undefined || ready.entries.length > 0 || ready.hardState !== undefined) {
         await this.log.save({
@@ -854,7 +948,7 @@ export class ReplicatedStore implements KVStore {
         if (ready.hardState !== undefined) this.storage.setHardState(ready.hardState);
       }
       // Otherwise only now that they are durable may the messages that depend on them go out.
-      if (!sendFirst && ready.messages.length > 0) this.transport.send(ready.messages);
+      if (!sendFirst && ready.messages.length > 0) this.send(ready.messages);
     };
     // Committed entries already in this node's durable log are applied while the new entries are written (as
     // etcd applies while its WAL syncs), so a follower's watchers and a leader's clients do not wait for that
@@ -875,6 +969,16 @@ export class ReplicatedStore implements KVStore {
     }
     for (const readState of ready.readStates) this.onReadState(readState);
     await this.maybeSnapshot();
+  }
+
+  /** Sends the core's messages; a snapshot for a follower starts streaming it this node's state. */
+  private send(messages: readonly Message[]): void {
+    for (const message of messages) {
+      if (message.type === 'MsgSnap' && message.data.length === 0) {
+        this.snapshotSender.offer(message.to, message.snapshotIndex);
+      }
+    }
+    this.transport.send(messages);
   }
 
   private async applyEntries(entries: readonly Entry[]): Promise<void> {
@@ -935,16 +1039,20 @@ export class ReplicatedStore implements KVStore {
     }
     const last = entries[entries.length - 1];
     assert(last !== undefined, 'applyEntries needs entries');
+    this.coreApplied = last.index;
     if (last.index <= this.applied) {
       if (confState !== undefined) this.syncPeers(confState);
       return;
     }
     batch.ops.push({ type: 'put', key: appliedKey, value: u64(last.index) });
     // Not synced: the Raft log is, and a crash replays from the applied index written in this same batch.
-    await this.db.batch(batch.finish(), { sync: false });
-    this.mvcc.committed(batch);
-    this.applied = last.index;
-    this.hub.publish(changes, this.mvcc.revision);
+    const write = this.db.batch(batch.finish(), { sync: false }).then(() => this.mvcc.committed(batch));
+    this.applyWrite = write;
+    // These entries are committed (durable in a majority's Raft logs) and their results are computed, so the
+    // proposers are answered and the changes published now, while the local write runs, as etcd answers once
+    // an apply reached its backend's buffer: reads and watch catch-up wait for this write (`settledReads`), so
+    // a reader told of a write sees it. The Ready loop still waits for it before the next Ready.
+    this.hub.publish(changes, toRevision(batch.revision));
     for (const { id, outcome } of outcomes) {
       const waiter = this.waiters.get(id);
       if (waiter === undefined) continue; // proposed by another node, or already timed out
@@ -952,6 +1060,12 @@ export class ReplicatedStore implements KVStore {
       clearTimeout(waiter.timer);
       waiter.resolve(outcome);
     }
+    try {
+      await write;
+    } finally {
+      if (this.applyWrite === write) this.applyWrite = undefined;
+    }
+    this.applied = last.index;
     for (const change of confChanges) {
       for (let i = this.confWaiters.length - 1; i >= 0; i--) {
         const pending = this.confWaiters[i];
@@ -1007,32 +1121,85 @@ export class ReplicatedStore implements KVStore {
     this.failReads(error);
   }
 
+  /** The core installed a snapshot from the leader; its state was streamed and installed before. */
   private async restoreSnapshot(snapshot: Snapshot): Promise<void> {
-    await ReplicatedStore.restoreState(this.db, snapshot);
-    this.mvcc = await Mvcc.open(this.db, join(this.options.dataDir, 'mvcc'));
-    this.members.clear();
-    for (const member of await ReplicatedStore.readMembers(this.db)) this.members.set(member.id, member);
-    this.applied = snapshot.metadata.index;
-    this.snapshotIndex = snapshot.metadata.index;
-    this.snapshotsRestored++;
+    const { index } = snapshot.metadata;
+    if (snapshot.data.length > 0) {
+      // From a leader that still sends its state inside the snapshot (before snapshot-stream.ts).
+      await this.replaceState(async (beforeReplace) => {
+        beforeReplace();
+        await ReplicatedStore.restoreState(this.db, snapshot);
+        return index;
+      });
+    }
+    // The MVCC state was installed before the core was handed the snapshot, so it is at least this recent.
+    assert(this.applied >= index, `snapshot ${index} restored without its state (applied ${this.applied})`);
+    this.coreApplied = index;
+    this.snapshotIndex = index;
     this.syncPeers(snapshot.metadata.confState);
-    // Watchers cannot be told the changes the snapshot skipped one by one from here; they resume from their
-    // last revision against the restored history (which the snapshot carries).
-    this.hub.cancelAll(
+    this.logger.info({ index, applied: this.applied }, 'restored a snapshot');
+  }
+
+  /** Installs a state streamed from the leader (if still ahead), then steps the MsgSnap that waited for it. */
+  private async installStagedState(): Promise<void> {
+    await this.snapshotReceiver.exclusive(() =>
+      this.replaceState((beforeReplace) =>
+        installStaged(this.db, this.options.dataDir, this.applied, beforeReplace),
+      ),
+    );
+    const pending = this.pendingSnap;
+    if (pending !== undefined && pending.snapshotIndex <= this.applied) {
+      this.pendingSnap = undefined;
+      this.raft.step(pending);
+    }
+  }
+
+  /**
+   * Replaces the MVCC state by `replace`'s (which calls `beforeReplace` before it touches the state, and returns
+   * the new applied index, or undefined if it replaced nothing). Reads wait meanwhile; watchers are cancelled with WatchOverflow and resume from their last
+   * revision against the new history.
+   */
+  private async replaceState(
+    replace: (beforeReplace: () => void) => Promise<number | undefined>,
+  ): Promise<void> {
+    let done!: () => void;
+    const restoring = new Promise<void>((resolve) => (done = resolve));
+    const overflow = (): StorageError =>
       new StorageError(
         'WatchOverflow',
         'this node restored a snapshot from the leader; resume from the last revision',
-      ),
-    );
-    this.hub.close();
-    this.hub = this.newHub();
-    this.logger.info({ index: snapshot.metadata.index, revision: this.mvcc.revision }, 'restored a snapshot');
+      );
+    this.restoring = restoring;
+    try {
+      const installed = await replace(() => this.hub.cancelAll(overflow()));
+      if (installed === undefined) return;
+      this.mvcc = await Mvcc.open(this.db, join(this.options.dataDir, 'mvcc'));
+      this.members.clear();
+      for (const member of await ReplicatedStore.readMembers(this.db)) this.members.set(member.id, member);
+      this.applied = logIndex(installed);
+      this.snapshotsRestored++;
+      this.hub.cancelAll(overflow());
+      this.hub.close();
+      this.hub = this.newHub();
+      this.syncPeers(this.raft.confState());
+      this.logger.info(
+        { applied: installed, revision: this.mvcc.revision },
+        'installed the state from the leader',
+      );
+      this.completeReads();
+    } finally {
+      this.restoring = undefined;
+      done();
+    }
   }
 
   private async maybeSnapshot(): Promise<void> {
     if (this.applied - this.snapshotIndex < this.snapshotCount) return;
-    const data = await this.encodeState();
-    const snapshot = this.storage.createSnapshot(this.applied, this.raft.confState(), data);
+    // Only where the core and the MVCC agree (after an installed state, the core catches up first): the
+    // snapshot's membership must be the one at its index.
+    if (this.coreApplied !== this.applied) return;
+    // The snapshot carries no data: the MVCC LevelDB is the state, streamed to a follower when one needs it.
+    const snapshot = this.storage.createSnapshot(this.applied, this.raft.confState(), new Uint8Array(0));
     if (typeof snapshot === 'string') return; // out of date: a newer snapshot arrived meanwhile
     // The MVCC state the snapshot describes must outlive a crash before the log entries it replaces are gone.
     await this.db.put(appliedKey, u64(this.applied), { sync: true });
@@ -1040,7 +1207,7 @@ export class ReplicatedStore implements KVStore {
     await this.log.saveOwnSnapshot(snapshot, compactTo);
     if (compactTo > this.storage.firstIndex() - 1) this.storage.compact(compactTo);
     this.snapshotIndex = this.applied;
-    this.logger.info({ index: this.applied, bytes: data.length }, 'took a snapshot');
+    this.logger.info({ index: this.applied, compactedTo: compactTo }, 'took a snapshot');
   }
 
   /**
@@ -1059,13 +1226,6 @@ export class ReplicatedStore implements KVStore {
       pairs.push([key, value]);
     }
     return encodeBackup({ revision, takenAt: new Date().toISOString(), pairs });
-  }
-
-  /** Every key of the MVCC LevelDB (history and the replica's records), as one msgpack array of pairs. */
-  private async encodeState(): Promise<Uint8Array> {
-    const pairs: [Buffer, Buffer][] = [];
-    for await (const [key, value] of this.db.iterator()) pairs.push([key, value]);
-    return packr.pack(pairs);
   }
 
   private sampleForCompaction(retentionMs: number): void {

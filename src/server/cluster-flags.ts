@@ -15,6 +15,8 @@ export interface ClusterServeOptions {
   readonly electionTimeoutMs: number;
   readonly snapshotCount: number;
   readonly snapshotCatchUpEntries: number;
+  /** Bytes of state per chunk when a follower is sent this member's state (--experimental-snapshot-chunk-bytes). */
+  readonly snapshotChunkBytes: number;
   readonly peerCertFile: string;
   readonly peerKeyFile: string;
   readonly peerTrustedCaFile: string;
@@ -33,6 +35,7 @@ export const clusterFlagNames = [
   'election-timeout',
   'snapshot-count',
   'experimental-snapshot-catchup-entries',
+  'experimental-snapshot-chunk-bytes',
   'peer-cert-file',
   'peer-key-file',
   'peer-trusted-ca-file',
@@ -49,9 +52,11 @@ cluster flags (etcd's names; given --initial-cluster, the store is a Raft member
   --initial-advertise-peer-urls URL      this member's peer URL (default: its --initial-cluster entry)
   --heartbeat-interval MS                Raft heartbeat and tick (default 100)
   --election-timeout MS                  Raft election timeout (default 1000)
-  --snapshot-count N                     applied entries between snapshots (default 100000)
+  --snapshot-count N                     applied entries between snapshots (default 10000)
   --experimental-snapshot-catchup-entries N
                                          entries kept behind a snapshot for slow followers (default 5000)
+  --experimental-snapshot-chunk-bytes N  bytes of state per chunk sent to a follower that needs a snapshot
+                                         (default 1048576)
   --peer-cert-file FILE                  this member's peer certificate (server and client auth)
   --peer-key-file FILE                   its key
   --peer-trusted-ca-file FILE            the CA that signs every member's peer certificate
@@ -167,12 +172,18 @@ export function parseClusterFlags(
     advertisePeerUrl,
     heartbeatIntervalMs,
     electionTimeoutMs,
-    snapshotCount: integer(get('snapshot-count') ?? '100000', 'snapshot-count', 1, 100_000_000),
+    snapshotCount: integer(get('snapshot-count') ?? '10000', 'snapshot-count', 1, 100_000_000),
     snapshotCatchUpEntries: integer(
       get('experimental-snapshot-catchup-entries') ?? '5000',
       'experimental-snapshot-catchup-entries',
       1,
       100_000_000,
+    ),
+    snapshotChunkBytes: integer(
+      get('experimental-snapshot-chunk-bytes') ?? String(1024 * 1024),
+      'experimental-snapshot-chunk-bytes',
+      1024,
+      8 * 1024 * 1024, // well under the peer frame limit, with room for one large record
     ),
     peerCertFile: get('peer-cert-file') ?? '',
     peerKeyFile: get('peer-key-file') ?? '',

@@ -7,6 +7,13 @@ import {
   parseClusterFlags,
   type ClusterServeOptions,
 } from './cluster-flags.js';
+import {
+  authenticationBoolFlags,
+  authenticationFlagNames,
+  authenticationUsage,
+  parseAuthenticationFlags,
+  type AuthenticationFlags,
+} from './authn-flags.js';
 // ---- authorization flags (issue 7)
 import {
   authorizationFlagNames,
@@ -39,6 +46,10 @@ export interface ServeOptions {
   /** Store history kept before automatic compaction. */
   readonly storeRetentionMs?: number;
   readonly logLevel: string;
+  /** Hidden (for tests): periodic watch bookmark interval instead of limits.apiWatchBookmarkIntervalMs. */
+  readonly watchBookmarkIntervalMs?: number;
+  /** --anonymous-auth, --oidc-*, --service-account-*, --requestheader-*, ... (src/server/authn-flags.ts). */
+  readonly authentication: AuthenticationFlags;
   /** --authorization-mode and friends, or --authorization-config. */
   readonly authorization: AuthorizationFlags;
   /** Set when the node is a member of a replicated cluster (--initial-cluster given). */
@@ -67,7 +78,8 @@ flags:
   --watch-cache-size N                   events kept per resource in the watch cache (default 10000)
   --storage-retention D                  store history kept before compaction (default 5m)
   --v LEVEL                              log level: info, debug, warn (default info)
-${authorizationUsage}${clusterUsage}`;
+${authorizationUsage}${authenticationUsage}
+${clusterUsage}`;
 
 export { FlagError };
 
@@ -84,6 +96,12 @@ export function parseDuration(text: string, flag: string): number {
     rest = rest.slice(m[0].length);
   }
   return total;
+}
+
+function positiveDuration(text: string, flag: string): number {
+  const ms = parseDuration(text, flag);
+  if (ms <= 0) throw new FlagError(`invalid value "${text}" for flag --${flag}: must be positive`);
+  return ms;
 }
 
 function parseInteger(text: string, flag: string, min: number, max: number): number {
@@ -118,9 +136,14 @@ export function parseServeFlags(argv: readonly string[]): ServeOptions | 'help' 
     'watch-cache-size',
     'storage-retention',
     'v',
+    // Hidden, not in the usage: lets a test see periodic bookmarks without waiting a minute.
+    'watch-bookmark-interval',
     ...authorizationFlagNames,
     ...clusterFlagNames,
+    ...authenticationFlagNames,
   ]);
+  // Repeatable flags (--service-account-key-file, --oidc-required-claim) keep every value; get() is the last.
+  const repeated = new Map<string, string[]>();
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] ?? '';
     if (arg === '-h' || arg === '--help') return 'help';
@@ -130,12 +153,14 @@ export function parseServeFlags(argv: readonly string[]): ServeOptions | 'help' 
     const name = eq < 0 ? body : body.slice(0, eq);
     if (!known.has(name)) throw new FlagError(`unknown flag: --${name}`);
     let value: string | undefined = eq < 0 ? undefined : body.slice(eq + 1);
+    if (value === undefined && authenticationBoolFlags.has(name)) value = 'true';
     if (value === undefined) {
       value = argv[i + 1];
       if (value === undefined) throw new FlagError(`flag needs an argument: --${name}`);
       i++;
     }
     values.set(name, value);
+    repeated.set(name, [...(repeated.get(name) ?? []), value]);
   }
   const get = (name: string): string | undefined => values.get(name);
   const domain = get('group-domain') ?? 'svc.io';
@@ -149,6 +174,7 @@ export function parseServeFlags(argv: readonly string[]): ServeOptions | 'help' 
     return v === undefined ? {} : { [name.replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase())]: v };
   };
   const retention = get('storage-retention');
+  const bookmarkInterval = get('watch-bookmark-interval');
   const cluster = parseClusterFlags(get);
   return {
     bindAddress: get('bind-address') ?? '127.0.0.1',
@@ -180,6 +206,10 @@ export function parseServeFlags(argv: readonly string[]): ServeOptions | 'help' 
     watchCacheEventsMax: parseInteger(get('watch-cache-size') ?? '10000', 'watch-cache-size', 10, 10_000_000),
     ...(retention === undefined ? {} : { storeRetentionMs: parseDuration(retention, 'storage-retention') }),
     logLevel: get('v') ?? 'info',
+    ...(bookmarkInterval === undefined
+      ? {}
+      : { watchBookmarkIntervalMs: positiveDuration(bookmarkInterval, 'watch-bookmark-interval') }),
+    authentication: parseAuthenticationFlags(get, (name) => repeated.get(name) ?? [], parseDuration),
     authorization: parseAuthorizationFlags(get, parseDuration),
     ...(cluster === undefined ? {} : { cluster }),
   };

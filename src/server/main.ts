@@ -5,6 +5,7 @@ import { AbacPolicyError } from '../auth/abac.js';
 import { AuthorizationConfigError } from '../auth/authorization-config.js';
 import { FlagError, parseServeFlags, serveUsage } from './flags.js';
 import { startServer } from './server.js';
+import { AuthenticationConfigError } from '../auth/index.js';
 import { runMemberCommand } from './member-command.js';
 import { runSnapshotCommand } from './snapshot-command.js';
 import { runClusterCommand } from '../../cluster/command.js';
@@ -60,8 +61,12 @@ async function serve(argv: readonly string[]): Promise<number> {
   try {
     server = await startServer(options);
   } catch (error) {
-    // A bad authorization policy or configuration file: one line naming the file and the problem.
-    if (error instanceof AuthorizationConfigError || error instanceof AbacPolicyError) {
+    // A bad authentication or authorization file: one line naming the file and the problem.
+    if (
+      error instanceof AuthenticationConfigError ||
+      error instanceof AuthorizationConfigError ||
+      error instanceof AbacPolicyError
+    ) {
       process.stderr.write(`stoa serve: ${error.message}\n`);
       return 1;
     }

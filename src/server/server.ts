@@ -20,8 +20,14 @@ import { router } from '../endpoints/router.js';
 import { requestInfo } from '../endpoints/requestinfo.js';
 import type { RequestContext } from '../endpoints/context.js';
 import { buildChain } from '../filters/chain.js';
+import {
+  buildAuthentication,
+  issuerDiscoveryPaths,
+  registryLookup,
+  withTokenRequest,
+} from '../auth/index.js';
+import { domainPrefix } from '../apimachinery/kind.js';
 import { Authorization } from '../auth/authorization.js';
-import { loadTokenFile } from '../filters/authentication.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { Controllers } from '../controllers/index.js';
 import { AggregationController, reconcileDefaultRbac } from '../controllers/rbac.js';
@@ -87,18 +93,34 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
   });
   await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
   const credentials = await prepareCredentials(options);
-  const tokens = await loadTokenFile(options.tokenAuthFile);
+  // Authentication is configured before the store opens: a bad flag or file stops the start cleanly.
+  const bound: { registries?: Registries } = {};
+  const authentication = await buildAuthentication({
+    flags: options.authentication,
+    tokenAuthFile: options.tokenAuthFile,
+    clientCaPem: credentials.clientCaPem,
+    servingKeyPem: credentials.servingKeyPem,
+    objects: registryLookup(() => bound.registries),
+    domainPrefix: domainPrefix({ groupDomain: options.groupDomain, serviceClusterIpRange: '' }),
+    nowMs: () => clock.nowMs(),
+  });
   const metrics = new Metrics();
   const { store: rawStore, replica, engine } = await openServerStore(options, logger);
   const store = metrics.instrument(rawStore);
   const ctx = { groupDomain: options.groupDomain, serviceClusterIpRange: options.serviceClusterIpRange };
+  const authenticationGroup = `authentication.${options.groupDomain}`;
   // Access reviews ask the authorizers, which exist only once the registries (built from these kinds) do.
   const late: { reviewer?: AccessReviewer } = {};
-  const kinds = builtinKinds(ctx, () => {
-    if (late.reviewer === undefined) throw errors.unavailable('authorization is not ready');
-    return late.reviewer;
-  });
+  const kinds = withTokenRequest(
+    builtinKinds(ctx, () => {
+      if (late.reviewer === undefined) throw errors.unavailable('authorization is not ready');
+      return late.reviewer;
+    }),
+    authentication.serviceAccounts,
+    authenticationGroup,
+  );
   const registries = new Registries(kinds, store, clock, options.watchCacheEventsMax);
+  bound.registries = registries;
   const health = new Health(
     [
       { name: 'ping', check: async () => {} },
@@ -166,8 +188,12 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
     version: serverVersion,
     serverAddress: () => `${options.advertiseAddress ?? options.bindAddress}:${port}`,
     groupDomain: options.groupDomain,
+    ...(options.watchBookmarkIntervalMs === undefined
+      ? {}
+      : { watchBookmarkIntervalMs: options.watchBookmarkIntervalMs }),
     admission: (user, registry, namespace) => escalation.admissionFor(user, registry, namespace),
     admin: adminHandler(replica, engine),
+    extraPaths: issuerDiscoveryPaths(authentication.serviceAccounts),
     watchHooks: {
       opened: (group, resource) => metrics.watchers.inc({ verb: 'WATCH', group, resource }),
       closed: (group, resource) => metrics.watchers.dec({ verb: 'WATCH', group, resource }),
@@ -176,8 +202,9 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
   const handler = buildChain(app, {
     logger,
     metrics,
-    tokens,
+    authenticator: authentication.authenticator,
     authorizer: authorization.authorizer,
+    authenticationGroup,
     maxRequestsInflight: options.maxRequestsInflight,
     maxMutatingRequestsInflight: options.maxMutatingRequestsInflight,
   });
@@ -187,7 +214,7 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
       allowHTTP1: true,
       cert: credentials.servingCertPem,
       key: credentials.servingKeyPem,
-      ca: credentials.clientCaPem,
+      ca: authentication.tlsClientCaPem,
       requestCert: true,
       rejectUnauthorized: false,
       minVersion: 'TLSv1.2',

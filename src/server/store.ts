@@ -44,6 +44,7 @@ export async function openServerStore(options: ServeOptions, logger: Logger): Pr
       electionTimeoutMs: cluster.electionTimeoutMs,
       snapshotCount: cluster.snapshotCount,
       snapshotCatchUpEntries: cluster.snapshotCatchUpEntries,
+      snapshotChunkBytes: cluster.snapshotChunkBytes,
       ...(options.storeRetentionMs === undefined ? {} : { retentionMs: options.storeRetentionMs }),
       watchProgressIntervalMs: 5000,
       logger: logger.child({ component: 'replica' }),

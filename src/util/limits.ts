@@ -13,6 +13,8 @@ export const limits = {
   storeWatchQueueEventsMax: 100_000,
   /** Request body size the API accepts: 413 RequestEntityTooLarge. */
   apiRequestBodyBytesMax: 3 * 1024 * 1024,
+  /** A watch that asked for bookmarks gets one this often (kube-apiserver: about once a minute), and one as it ends. */
+  apiWatchBookmarkIntervalMs: 60 * 1000,
   /** Lifetime of a list continue token before it expires with compaction: 410 Expired. */
   apiContinueTokenLifetimeMs: 5 * 60 * 1000,
   /** Largest peer frame (u32 length prefix excluded): a receiver closes the connection and logs; senders split batches below it. */

@@ -1,4 +1,5 @@
-// Proves the store bench runs end to end (--quick) and reports every row as a positive number for both engines.
+// Proves the store bench runs end to end (--quick), reports every row as a positive number for both engines, and
+// writes the HTML report with its plots.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -49,4 +50,6 @@ test('npm run bench -- store --quick writes every row', async (t) => {
     }
     assert.ok(stdout.includes(row.name), 'the table printed every row');
   }
+  const html = await readFile(join(dir.path, 'store.html'), 'utf8');
+  assert.ok((html.match(/<svg /g) ?? []).length >= 10, 'the report has latency and throughput plots');
 });

@@ -652,8 +652,16 @@ class Simulation {
         if (this.writeIndex.has(pending.id)) return;
         if (pending.node.leaderTerm === 0 || pending.node.raft === undefined) pending = undefined;
       }
+      // The newest leader: one of an older term may never learn it was deposed (without check-quorum nothing
+      // tells it; a removed leader hears from no one), and a proposal left with it would wait forever.
+      const leader = this.leaders().reduce<SimNode | undefined>(
+        (newest, n) => (newest === undefined || n.leaderTerm > newest.leaderTerm ? n : newest),
+        undefined,
+      );
+      if (pending !== undefined && leader !== undefined && leader.leaderTerm > pending.node.leaderTerm) {
+        pending = undefined;
+      }
       if (pending === undefined) {
-        const leader = this.leaders()[0];
         if (leader !== undefined) {
           const id = this.propose(leader);
           if (id !== undefined) pending = { node: leader, id };

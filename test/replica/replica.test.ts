@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { StorageError, type KVStore } from '../../src/storage/contract.js';
 import type { ReplicatedStore } from '../../src/replica/engine.js';
 import { nodeIdFromName } from '../../src/replica/ids.js';
+import { revision as toRevision } from '../../src/util/brand.js';
 import { startReplicaCluster, testTuning, type ReplicaCluster } from '../support/replica.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -112,8 +113,40 @@ test('after the leader fails a new one is elected, writes resume, and nothing ac
   });
 });
 
-test('a follower that fell far behind is caught up through a snapshot', async () => {
-  await withCluster(3, { ...testTuning, snapshotCount: 20, snapshotCatchUpEntries: 5 }, async (cluster) => {
+test('a write is seen at once by a serializable read and a new watch on the member that acknowledged it', async () => {
+  await withCluster(3, testTuning, async (cluster) => {
+    const leader = await cluster.leader();
+    const follower = cluster.nodes.find((n) => n !== undefined && n !== leader)!;
+    // Answers go out while the applied entries' local LevelDB write is still running: reads wait for it.
+    for (const node of [leader, follower]) {
+      for (let i = 0; i < 150; i++) {
+        const key = `/ryw/${node.name}/${i % 10}`;
+        const revision = await put(node, key, `v${i}`);
+        const { kvs, header } = await node.range({ key }, { serializable: true });
+        assert.equal(Buffer.from(kvs[0]?.value ?? []).toString(), `v${i}`, `${node.name} read ${key}`);
+        assert.ok(header.revision >= revision);
+        if (i % 50 === 0) {
+          // A watch from the write's revision is given that write (catch-up reads the same state).
+          const event = await new Promise<string>((resolve, reject) => {
+            const watch = node.watch({ key }, { afterRevision: toRevision(revision - 1) }, (response) => {
+              if (response.type === 'events') resolve(Buffer.from(response.events[0]!.kv.value).toString());
+              else if (response.type === 'canceled') reject(response.error);
+            });
+            setTimeout(() => {
+              watch.close();
+              reject(new Error('no event'));
+            }, 5000).unref();
+          });
+          assert.equal(event, `v${i}`);
+        }
+      }
+    }
+  });
+});
+
+test('a follower that fell far behind is caught up through a streamed snapshot, and restarts from it', async () => {
+  const tuning = { ...testTuning, snapshotCount: 20, snapshotCatchUpEntries: 5, snapshotChunkBytes: 4096 };
+  await withCluster(3, tuning, async (cluster) => {
     const leader = await cluster.leader();
     const laggard = cluster.nodes.findIndex((n) => n !== undefined && n !== leader);
     await put(leader, '/snap/first', 'x');
@@ -132,11 +165,39 @@ test('a follower that fell far behind is caught up through a snapshot', async ()
     await converged(cluster);
     assert.equal(restarted.replicaStatus().snapshotsRestored, 1, 'the follower was sent a snapshot');
     assert.ok(restarted.replicaStatus().snapshotIndex > laggardSnapshotBefore + 350);
+    // The state came in several chunks of about 4 KiB, streamed beside the Raft core.
+    assert.ok(
+      restarted.replicaStatus().snapshotChunksReceived > 5,
+      `chunks: ${restarted.replicaStatus().snapshotChunksReceived}`,
+    );
+    assert.equal(leader.replicaStatus().snapshotStreamsSent, 1);
     assert.deepEqual(await localContent(restarted, '/snap/'), await localContent(leader, '/snap/'));
+    // History came with it: the revision of every key matches the leader's.
+    const { kvs: theirs } = await leader.range({ prefix: '/snap/' }, { serializable: true });
+    const { kvs: ours } = await restarted.range({ prefix: '/snap/' }, { serializable: true });
+    assert.deepEqual(ours, theirs);
     // And it keeps applying what comes after the snapshot.
     await put(leader, '/snap/after', 'y');
     await converged(cluster);
     assert.equal((await localContent(restarted, '/snap/'))['/snap/after'], 'y');
+
+    // Restarts after snapshots: the caught-up follower (from the installed state and the log after the
+    // snapshot it was handed) and the leader (from its own snapshot, which carries no data).
+    const expected = await localContent(leader, '/snap/');
+    for (const index of [laggard, cluster.nodes.indexOf(leader)]) {
+      await cluster.stop(index);
+      const again = await cluster.start(index);
+      await cluster.leader();
+      await converged(cluster);
+      assert.equal(again.replicaStatus().snapshotsRestored, 0, 'restarted from its own data');
+      assert.deepEqual(await localContent(again, '/snap/'), expected);
+    }
+    const writer = await cluster.leader();
+    await put(writer, '/snap/after-restarts', 'z');
+    await converged(cluster);
+    for (const node of cluster.nodes as ReplicatedStore[]) {
+      assert.equal((await localContent(node, '/snap/'))['/snap/after-restarts'], 'z', node.name);
+    }
   });
 });
 

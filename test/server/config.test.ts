@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FlagError, parseDuration, parseServeFlags } from '../../src/server/flags.js';
 import { parseFeatureGates } from '../../src/server/features.js';
-import { parseTokenFile } from '../../src/filters/authentication.js';
+import { parseTokenFile } from '../../src/auth/token-file.js';
 import { requestInfo } from '../../src/endpoints/requestinfo.js';
 import { mergePatch, strategicMergePatch } from '../../src/apimachinery/patch.js';
 import { podKind } from '../../src/kinds/pod/index.js';
@@ -64,9 +64,9 @@ test('feature gates: defaults by stage, locked GA gates, warnings, unknown gates
 
 test('token file: quoted group lists, comments, missing columns', () => {
   const t = parseTokenFile('# comment\nt1,alice,1\nt2,bob,2,"a,b"\n\nt3,carol,3,x,y\n');
-  assert.deepEqual(t.get('t1'), { name: 'alice', uid: '1', groups: [] });
-  assert.deepEqual(t.get('t2'), { name: 'bob', uid: '2', groups: ['a', 'b'] });
-  assert.deepEqual(t.get('t3'), { name: 'carol', uid: '3', groups: ['x', 'y'] });
+  assert.deepEqual(t.get('t1'), { name: 'alice', uid: '1', groups: [], extra: {} });
+  assert.deepEqual(t.get('t2'), { name: 'bob', uid: '2', groups: ['a', 'b'], extra: {} });
+  assert.deepEqual(t.get('t3'), { name: 'carol', uid: '3', groups: ['x', 'y'], extra: {} });
   assert.throws(() => parseTokenFile('only,two\n'), /line 1/);
 });
 

@@ -16,6 +16,7 @@ export type ReplicaTuning = Partial<
     | 'electionTimeoutMs'
     | 'snapshotCount'
     | 'snapshotCatchUpEntries'
+    | 'snapshotChunkBytes'
     | 'retentionMs'
     | 'requestTimeoutMs'
     | 'watchProgressIntervalMs'

@@ -9,11 +9,13 @@ import { s } from '../../apimachinery/schema.js';
 import type { FieldError } from '../../apimachinery/status.js';
 import {
   ageColumn,
+  conditionsSchema,
   labelSelectorSchema,
   list,
   nameColumn,
   podTemplateSpecSchema,
   record,
+  statusSchema,
 } from '../common.js';
 
 function defaultStrategy(o: ApiObject): void {
@@ -75,10 +77,14 @@ export function deploymentKind(_ctx: DomainContext): KindDeclaration {
           replicas: s.int({ default: 1 }),
           selector: labelSelectorSchema,
           template: podTemplateSpecSchema,
-          strategy: s.obj({
-            type: s.str({ enum: ['Recreate', 'RollingUpdate'] }),
-            rollingUpdate: s.obj({ maxUnavailable: s.intOrString(), maxSurge: s.intOrString() }),
-          }),
+          strategy: s.obj(
+            {
+              type: s.str({ enum: ['Recreate', 'RollingUpdate'] }),
+              rollingUpdate: s.obj({ maxUnavailable: s.intOrString(), maxSurge: s.intOrString() }),
+            },
+            [],
+            { 'x-kubernetes-patch-strategy': 'retainKeys' },
+          ),
           minReadySeconds: s.int(),
           revisionHistoryLimit: s.int({ default: 10 }),
           paused: s.bool(),
@@ -86,7 +92,7 @@ export function deploymentKind(_ctx: DomainContext): KindDeclaration {
         },
         ['selector', 'template'],
       ),
-      status: s.free('DeploymentStatus'),
+      status: statusSchema('DeploymentStatus', { conditions: conditionsSchema }),
     }),
     allowCreateOnUpdate: false,
     statusSubresource: true,

@@ -3,7 +3,15 @@
 import type { DomainContext, KindDeclaration } from '../../apimachinery/kind.js';
 import { objectSchema } from '../../apimachinery/meta.js';
 import { s } from '../../apimachinery/schema.js';
-import { ageColumn, fieldString, list, nameColumn, record } from '../common.js';
+import {
+  ageColumn,
+  conditionsSchema,
+  fieldString,
+  list,
+  nameColumn,
+  record,
+  statusSchema,
+} from '../common.js';
 
 function readyStatus(o: Record<string, unknown>): string {
   const ready = list(record(o.status).conditions)
@@ -27,14 +35,20 @@ export function nodeKind(_ctx: DomainContext): KindDeclaration {
     schema: objectSchema({
       spec: s.obj({
         podCIDR: s.str(),
-        podCIDRs: s.listSet(s.str()),
+        podCIDRs: s.listSet(s.str(), { 'x-kubernetes-patch-strategy': 'merge' }),
         providerID: s.str(),
         unschedulable: s.bool(),
         taints: s.listAtomic(s.free()),
         configSource: s.free(),
         externalID: s.str(),
       }),
-      status: s.free('NodeStatus'),
+      status: statusSchema('NodeStatus', {
+        addresses: s.listMap(s.free(), ['type']),
+        conditions: conditionsSchema,
+        images: s.listAtomic(s.free()),
+        volumesInUse: s.listAtomic(s.str()),
+        volumesAttached: s.listAtomic(s.free()),
+      }),
     }),
     allowCreateOnUpdate: false,
     statusSubresource: true,

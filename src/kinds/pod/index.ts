@@ -6,7 +6,17 @@ import { objectSchema } from '../../apimachinery/meta.js';
 import { s } from '../../apimachinery/schema.js';
 import type { FieldError } from '../../apimachinery/status.js';
 import { validateName } from '../../apimachinery/meta.js';
-import { ageColumn, fieldString, list, nameColumn, podSpecSchema, record, text } from '../common.js';
+import {
+  ageColumn,
+  conditionsSchema,
+  fieldString,
+  list,
+  nameColumn,
+  podSpecSchema,
+  record,
+  statusSchema,
+  text,
+} from '../common.js';
 
 function defaultContainers(o: ApiObject): void {
   const spec = record(o.spec);
@@ -80,7 +90,20 @@ export function podKind(_ctx: DomainContext): KindDeclaration {
     categories: ['all'],
     namespaced: true,
     nameRule: 'dns-subdomain',
-    schema: objectSchema({ spec: podSpecSchema, status: s.free('PodStatus') }, ['spec']),
+    schema: objectSchema(
+      {
+        spec: podSpecSchema,
+        status: statusSchema('PodStatus', {
+          conditions: conditionsSchema,
+          podIPs: s.listMap(s.free(), ['ip']),
+          hostIPs: s.listMap(s.free(), ['ip']),
+          containerStatuses: s.listAtomic(s.free()),
+          initContainerStatuses: s.listAtomic(s.free()),
+          ephemeralContainerStatuses: s.listAtomic(s.free()),
+        }),
+      },
+      ['spec'],
+    ),
     allowCreateOnUpdate: false,
     statusSubresource: true,
     evictionSubresource: true,

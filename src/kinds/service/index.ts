@@ -6,7 +6,16 @@ import type { DomainContext, KindDeclaration } from '../../apimachinery/kind.js'
 import { objectSchema } from '../../apimachinery/meta.js';
 import { s } from '../../apimachinery/schema.js';
 import type { FieldError } from '../../apimachinery/status.js';
-import { ageColumn, fieldString, list, nameColumn, record, text } from '../common.js';
+import {
+  ageColumn,
+  conditionsSchema,
+  fieldString,
+  list,
+  nameColumn,
+  record,
+  statusSchema,
+  text,
+} from '../common.js';
 
 export interface Ipv4Range {
   readonly base: number;
@@ -94,7 +103,7 @@ export function serviceKind(ctx: DomainContext): KindDeclaration {
         internalTrafficPolicy: s.str(),
         trafficDistribution: s.str(),
       }),
-      status: s.free('ServiceStatus'),
+      status: statusSchema('ServiceStatus', { conditions: conditionsSchema }),
     }),
     allowCreateOnUpdate: true,
     statusSubresource: true,
