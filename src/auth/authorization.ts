@@ -18,7 +18,13 @@ import {
   type AuthorizerSpec,
 } from './authorization-config.js';
 import { readWebhookKubeconfig, WebhookAuthorizer } from './webhook-authorizer.js';
-import type { AccessReviewer, NonResourceRule, ResourceRule, RulesResult } from './access-review.js';
+import {
+  requirementsOfRaw,
+  type AccessReviewer,
+  type NonResourceRule,
+  type ResourceRule,
+  type RulesResult,
+} from './access-review.js';
 import type { UserInfo } from './user.js';
 import type { PolicyRule } from './rbac/rules.js';
 import { alwaysAllow, alwaysDeny } from './always.js';
@@ -247,6 +253,25 @@ export class Authorization {
       this.deps.logger.error({ err: error, file }, 'authorization configuration reload refused');
       return false;
     }
+  }
+
+  /**
+   * What the request filter asks: the chain, and with the AuthorizeWithSelectors gate the request's label and
+   * field selectors as requirements (webhooks receive them; they can only limit a request).
+   */
+  requestAuthorizer(selectorsEnabled: boolean): Authorizer {
+    if (!selectorsEnabled) return this.authorizer;
+    return {
+      authorize: (a) => {
+        const field = a.fieldSelector === undefined ? undefined : requirementsOfRaw(a.fieldSelector, 'field');
+        const label = a.labelSelector === undefined ? undefined : requirementsOfRaw(a.labelSelector, 'label');
+        return this.authorizer.authorize({
+          ...a,
+          ...(field === undefined ? {} : { fieldRequirements: field }),
+          ...(label === undefined ? {} : { labelRequirements: label }),
+        });
+      },
+    };
   }
 
   /** What the access review kinds ask: the whole chain, and the rules of the modes that can list them. */

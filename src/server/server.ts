@@ -203,7 +203,7 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
     logger,
     metrics,
     authenticator: authentication.authenticator,
-    authorizer: authorization.authorizer,
+    authorizer: authorization.requestAuthorizer(gates.enabled('AuthorizeWithSelectors')),
     authenticationGroup,
     maxRequestsInflight: options.maxRequestsInflight,
     maxMutatingRequestsInflight: options.maxMutatingRequestsInflight,

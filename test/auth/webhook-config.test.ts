@@ -128,7 +128,14 @@ before(async () => {
     config([{ type: 'Node', name: 'node' }, { type: 'RBAC', name: 'rbac' }, webhookEntry()]),
   );
   server = await startTestServer(
-    ['--token-auth-file', join(dir, 'tokens.csv'), '--authorization-config', join(dir, 'authz.yaml')],
+    [
+      '--token-auth-file',
+      join(dir, 'tokens.csv'),
+      '--authorization-config',
+      join(dir, 'authz.yaml'),
+      '--feature-gates',
+      'AuthorizeWithSelectors=true',
+    ],
     join(dir, 'data'),
   );
 });
@@ -167,6 +174,26 @@ describe('webhook authorizer', () => {
       'configmaps is forbidden: User "bob" cannot list resource "configmaps" in API group "" in the namespace "default": bob is on leave',
     );
     assert.equal((await as('alice-token', 'GET', '/api/v1/namespaces/default/secrets')).status, 403);
+  });
+
+  test('with AuthorizeWithSelectors, the selectors of a list reach the webhook as requirements', async () => {
+    const r = await as(
+      'alice-token',
+      'GET',
+      '/api/v1/namespaces/default/configmaps?labelSelector=app%3Dweb,tier%21%3Ddb&fieldSelector=metadata.name%3Dx',
+    );
+    assert.equal(r.status, 200, r.text);
+    const attributes = calls.at(-1).spec.resourceAttributes;
+    assert.deepEqual(attributes.labelSelector, {
+      requirements: [
+        { key: 'app', operator: 'In', values: ['web'] },
+        { key: 'tier', operator: 'NotIn', values: ['db'] },
+      ],
+    });
+    assert.deepEqual(attributes.fieldSelector, {
+      requirements: [{ key: 'metadata.name', operator: 'In', values: ['x'] }],
+    });
+    assert.equal(attributes.name, 'x');
   });
 
   test('a false match condition skips the webhook', async () => {
