@@ -4,6 +4,7 @@
 import { runClusterBench } from './cluster.js';
 import { runStoreBench } from './store.js';
 import { runApiBench } from './api.js';
+import { runAuthzBench } from './authz.js';
 import type { Target } from './measure.js';
 
 export interface BenchArgs {
@@ -39,6 +40,7 @@ const scenarios: Record<string, Scenario> = {
     summary: 'the HTTPS API on a Stoa cluster vs the same API server on an N-member etcd',
     run: runApiBench,
   },
+  authz: { summary: 'RBAC decisions per second with 10 and 10,000 bindings, in process', run: runAuthzBench },
 };
 
 const usageText = `usage: npm run bench -- SCENARIO [flags]

@@ -173,14 +173,14 @@ function selectorRequirements(
     return out;
   }
   if (raw === '') return undefined;
+  return requirementsOfRaw(raw, kind);
+}
+
+/** A raw selector as requirements; undefined when it does not parse (not understood = unlimited: safe). */
+export function requirementsOfRaw(raw: string, kind: 'field' | 'label'): SelectorRequirement[] | undefined {
   try {
-    const parsed =
-      kind === 'label'
-        ? parseLabelSelector(raw)
-        : parseFieldSelector(
-            raw,
-            new Set(raw.split(',').map((term) => (term.split(/!=|==|=/)[0] ?? '').trim())),
-          );
+    const keys = new Set(raw.split(',').map((term) => (term.split(/!=|==|=/)[0] ?? '').trim()));
+    const parsed = kind === 'label' ? parseLabelSelector(raw) : parseFieldSelector(raw, keys);
     return parsed.map((p) => {
       switch (p.op) {
         case 'in':
@@ -196,7 +196,7 @@ function selectorRequirements(
       }
     });
   } catch {
-    return undefined; // not understood: unlimited (safe: selectors only limit)
+    return undefined;
   }
 }
 

@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // The `stoa` executable: one entry point, one function per subcommand.
 
+import { AbacPolicyError } from '../auth/abac.js';
+import { AuthorizationConfigError } from '../auth/authorization-config.js';
 import { FlagError, parseServeFlags, serveUsage } from './flags.js';
 import { startServer } from './server.js';
 import { AuthenticationConfigError } from '../auth/index.js';
@@ -62,7 +64,12 @@ async function serve(argv: readonly string[]): Promise<number> {
   try {
     server = await startServer(options);
   } catch (error) {
-    if (error instanceof AuthenticationConfigError) {
+    // A bad authentication or authorization file: one line naming the file and the problem.
+    if (
+      error instanceof AuthenticationConfigError ||
+      error instanceof AuthorizationConfigError ||
+      error instanceof AbacPolicyError
+    ) {
       process.stderr.write(`stoa serve: ${error.message}\n`);
       return 1;
     }

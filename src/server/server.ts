@@ -89,6 +89,10 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
   const logger = pino({ level: options.logLevel, base: { component: 'apiserver' } }, pino.destination(2));
   const { gates, warnings } = parseFeatureGates(options.featureGates);
   for (const w of warnings) logger.warn(w);
+  await Authorization.preflight(options.authorization, {
+    groupDomain: options.groupDomain,
+    serviceClusterIpRange: options.serviceClusterIpRange,
+  });
   await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
   const credentials = await prepareCredentials(options);
   // Authentication is configured before the store opens: a bad flag or file stops the start cleanly.
@@ -162,6 +166,7 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
     logger,
   });
   authorization.start();
+  authorization.startReload();
   const escalation = authorization.escalation();
   late.reviewer = authorization.reviewer(gates.enabled('AuthorizeWithSelectors'));
   await reconcileDefaultRbac(registries, ctx, logger);
@@ -214,7 +219,7 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
     logger,
     metrics,
     authenticator: authentication.authenticator,
-    authorizer: authorization.authorizer,
+    authorizer: authorization.requestAuthorizer(gates.enabled('AuthorizeWithSelectors')),
     authenticationGroup,
     maxRequestsInflight: options.maxRequestsInflight,
     maxMutatingRequestsInflight: options.maxMutatingRequestsInflight,
