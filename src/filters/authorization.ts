@@ -66,7 +66,6 @@ export function withAuthorization(next: Handler, authorizer: Authorizer): Handle
       await next(ctx);
       return;
     }
-    if (user.name === anonymousUser.name) throw errors.unauthorized();
     throw forbiddenError(attributes, reason);
   };
 }

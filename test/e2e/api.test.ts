@@ -53,10 +53,11 @@ after(async () => {
 });
 
 describe('authentication and authorization', () => {
-  test('no credentials: 401 on the API, health is public', async () => {
+  test('no credentials: system:anonymous is refused the API (403, as kube-apiserver), health is public', async () => {
     const r = await server.request('GET', '/api/v1/namespaces', { anonymous: true });
-    assert.equal(r.status, 401);
-    assert.equal(r.body.reason, 'Unauthorized');
+    assert.equal(r.status, 403);
+    assert.equal(r.body.reason, 'Forbidden');
+    assert.match(String(r.body.message), /User "system:anonymous" cannot list resource "namespaces"/);
     assert.equal((await server.request('GET', '/healthz', { anonymous: true })).status, 200);
   });
   test('tokens: unknown token 401, non-master 403, master allowed', async () => {
