@@ -35,6 +35,8 @@ import {
   validateWriteOptions,
 } from './patch.js';
 import { anonymousUser, type UserInfo } from '../auth/user.js';
+import type { Authorizer } from '../auth/authorizer.js';
+import { forbiddenError, requestAttributes } from '../filters/authorization.js';
 import type { RequestInfo } from './requestinfo.js';
 import { serveWatch, type WatchHooks } from './watch.js';
 
@@ -51,16 +53,36 @@ export interface ResourceDeps {
     registry: ResourceRegistry,
     namespace: string,
   ) => WriteAdmission | undefined;
+  /** Asked for `create` when an update or apply creates the object. */
+  readonly authorizer?: Authorizer;
 }
 
+/**
+ * The write checks of a request: the kind's admission (RBAC escalation prevention) and, for an update or patch
+ * (server-side apply) that creates the object, the `create` permission kube-apiserver also demands then.
+ */
 function admitOf(
   ctx: RequestContext,
   registry: ResourceRegistry,
   namespace: string,
   deps: ResourceDeps,
 ): { admit?: WriteAdmission } {
-  const admit = deps.admission?.(ctx.user ?? anonymousUser, registry, namespace);
-  return admit === undefined ? {} : { admit };
+  const user = ctx.user ?? anonymousUser;
+  const admit = deps.admission?.(user, registry, namespace);
+  const authorizer = deps.authorizer;
+  const verb = ctx.info.verb;
+  if (authorizer === undefined || (verb !== 'update' && verb !== 'patch'))
+    return admit === undefined ? {} : { admit };
+  return {
+    admit: async (object, old) => {
+      if (old === undefined) {
+        const attributes = { ...requestAttributes(ctx, user), verb: 'create' };
+        const { decision, reason } = await authorizer.authorize(attributes);
+        if (decision !== 'allow') throw forbiddenError(attributes, reason);
+      }
+      await admit?.(object, old);
+    },
+  };
 }
 
 export async function readBody(ctx: RequestContext): Promise<Buffer> {

@@ -208,6 +208,7 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
       ? {}
       : { watchBookmarkIntervalMs: options.watchBookmarkIntervalMs }),
     admission: (user, registry, namespace) => escalation.admissionFor(user, registry, namespace),
+    authorizer: authorization.authorizer,
     admin: adminHandler(replica, engine),
     extraPaths: issuerDiscoveryPaths(authentication.serviceAccounts),
     watchHooks: {

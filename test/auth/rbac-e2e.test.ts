@@ -76,7 +76,10 @@ describe('RBAC', () => {
       assert.equal((await alice('GET', p)).status, 200, p);
     assert.equal((await server.request('GET', '/version', { anonymous: true })).status, 200);
     assert.equal((await server.request('GET', '/readyz', { anonymous: true })).status, 200);
-    assert.equal((await server.request('GET', '/api', { anonymous: true })).status, 401);
+    // Discovery is for authenticated users only (system:discovery is bound to system:authenticated since 1.14).
+    const anonymousApi = await server.request('GET', '/api', { anonymous: true });
+    assert.equal(anonymousApi.status, 403);
+    assert.equal(anonymousApi.body.message, 'forbidden: User "system:anonymous" cannot get path "/api"');
   });
 
   test('a Role bound to a user allows exactly its rules; a ClusterRole bound to a group', async () => {
@@ -122,6 +125,57 @@ describe('RBAC', () => {
       async () => (await bob('GET', '/api/v1/namespaces')).status === 403,
       'bob loses namespaces',
     );
+  });
+
+  test('an update or server-side apply that creates the object needs create too (as kube-apiserver)', async () => {
+    await create('/api/v1/namespaces', { metadata: { name: 'leases' } });
+    const rule = (verbs: string[]) => [{ apiGroups: ['coordination.svc.io'], resources: ['leases'], verbs }];
+    await create(`${rbac}/namespaces/leases/roles`, {
+      metadata: { name: 'writer' },
+      rules: rule(['get', 'update', 'patch']),
+    });
+    await create(`${rbac}/namespaces/leases/rolebindings`, {
+      metadata: { name: 'alice-writes' },
+      subjects: [{ kind: 'User', name: 'alice' }],
+      roleRef: { apiGroup: 'rbac.authorization.svc.io', kind: 'Role', name: 'writer' },
+    });
+    const leases = '/apis/coordination.svc.io/v1/namespaces/leases/leases';
+    const lease = (name: string) => ({
+      apiVersion: 'coordination.svc.io/v1',
+      kind: 'Lease',
+      metadata: { name },
+      spec: { holderIdentity: 'alice' },
+    });
+    const apply = (name: string) =>
+      server.request('PATCH', `${leases}/${name}?fieldManager=alice`, {
+        anonymous: true,
+        headers: { authorization: 'Bearer alice-token', 'content-type': 'application/apply-patch+yaml' },
+        body: lease(name),
+      });
+    await eventually(async () => (await alice('GET', `${leases}/none`)).status === 404, 'alice gets leases');
+    // Updating an object that exists needs update only.
+    await create(leases, lease('existing'));
+    assert.equal((await alice('PUT', `${leases}/existing`, lease('existing'))).status, 200);
+    // Creating through PUT or apply without create is refused, naming the create verb.
+    const put = await alice('PUT', `${leases}/new-by-put`, lease('new-by-put'));
+    assert.equal(put.status, 403);
+    assert.match(String(put.body.message), /User "alice" cannot create resource "leases"/);
+    const applied = await apply('new-by-apply');
+    assert.equal(applied.status, 403, applied.text);
+    assert.match(String(applied.body.message), /User "alice" cannot create resource "leases"/);
+    assert.equal((await server.request('GET', `${leases}/new-by-apply`)).status, 404);
+    // With create granted, both create the object.
+    const role = await server.request('GET', `${rbac}/namespaces/leases/roles/writer`);
+    const granted = { ...role.body, rules: rule(['get', 'update', 'patch', 'create']) };
+    assert.equal(
+      (await server.request('PUT', `${rbac}/namespaces/leases/roles/writer`, { body: granted })).status,
+      200,
+    );
+    await eventually(
+      async () => (await alice('PUT', `${leases}/new-by-put`, lease('new-by-put'))).status === 201,
+      'alice creates by PUT',
+    );
+    assert.equal((await apply('new-by-apply')).status, 201);
   });
 
   test('resourceNames: get by name, list and watch only with a metadata.name field selector', async () => {
