@@ -78,10 +78,11 @@ async function ensure(
   reconcile: (existing: ApiObject, expected: ApiObject) => ApiObject,
 ): Promise<'created' | 'updated' | 'kept'> {
   const name = expected.metadata.name ?? '';
-  const cached = registry.cache.get(registry.key('', name));
+  const namespace = expected.metadata.namespace ?? '';
+  const cached = registry.cache.get(registry.key(namespace, name));
   if (cached === undefined) {
     try {
-      await registry.create('', structuredClone(expected), { dryRun: false });
+      await registry.create(namespace, structuredClone(expected), { dryRun: false });
       return 'created';
     } catch (error) {
       if (!(error instanceof ApiError && error.reason === 'AlreadyExists')) throw error;
@@ -93,13 +94,13 @@ async function ensure(
   const roleRefChanged =
     expected.roleRef !== undefined && JSON.stringify(existing.roleRef) !== JSON.stringify(expected.roleRef);
   if (roleRefChanged) {
-    await registry.delete('', name, { dryRun: false });
-    await registry.create('', structuredClone(expected), { dryRun: false });
+    await registry.delete(namespace, name, { dryRun: false });
+    await registry.create(namespace, structuredClone(expected), { dryRun: false });
     return 'updated';
   }
   const next = reconcile(existing, expected);
   if (JSON.stringify(next) === JSON.stringify(existing)) return 'kept';
-  await registry.patch('', name, (current) => reconcile(current, expected), {
+  await registry.patch(namespace, name, (current) => reconcile(current, expected), {
     dryRun: false,
     subresource: '',
   });
@@ -123,6 +124,26 @@ export async function reconcileDefaultRbac(
     const outcome = await ensure(bindings, binding, ctx, reconcileBinding);
     if (outcome !== 'kept')
       logger.info({ clusterrolebinding: binding.metadata.name, outcome }, 'default RBAC');
+  }
+  // cluster-info in kube-public is readable anonymously (what kubeadm sets up for bootstrap-token discovery).
+  const labels = policy.clusterRoles[0]?.metadata.labels ?? {};
+  const name = 'kubeadm:bootstrap-signer-clusterinfo';
+  const rbacGroup = domainGroup(ctx, 'rbac.authorization');
+  const role: ApiObject = {
+    metadata: { name, namespace: 'kube-public', labels },
+    rules: [{ apiGroups: [''], resources: ['configmaps'], resourceNames: ['cluster-info'], verbs: ['get'] }],
+  };
+  const binding: ApiObject = {
+    metadata: { name, namespace: 'kube-public', labels },
+    roleRef: { apiGroup: rbacGroup, kind: 'Role', name },
+    subjects: [{ apiGroup: rbacGroup, kind: 'User', name: 'system:anonymous' }],
+  };
+  for (const [plural, object, reconcile] of [
+    ['roles', role, reconcileRole],
+    ['rolebindings', binding, reconcileBinding],
+  ] as const) {
+    const outcome = await ensure(rbacRegistry(registries, ctx, plural), object, ctx, reconcile);
+    if (outcome !== 'kept') logger.info({ [plural]: `kube-public/${name}`, outcome }, 'default RBAC');
   }
 }
 
