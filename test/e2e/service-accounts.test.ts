@@ -23,7 +23,6 @@ async function whoami(token: string): Promise<string | number> {
     headers: { authorization: `Bearer ${token}` },
   });
   if (r.status === 201) return r.body.status.userInfo.username;
-  if (r.status === 403) return /User "([^"]+)"/.exec(r.body.message)?.[1] ?? 403;
   return r.status;
 }
 
