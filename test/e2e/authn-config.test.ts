@@ -8,7 +8,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startIssuer, type TestIssuer } from '../auth/issuer-support.js';
-import { startTestServer, type TestServer } from './harness.js';
+import { startTestServer, type TestServer, whoami as whoamiOf } from './harness.js';
 
 let server: TestServer;
 let issuer: TestIssuer;
@@ -28,15 +28,7 @@ function config(prefix: string): string {
   });
 }
 
-async function whoami(token: string): Promise<string | number> {
-  const r = await server.request('POST', '/apis/authentication.svc.io/v1/selfsubjectreviews', {
-    body: { apiVersion: 'authentication.svc.io/v1', kind: 'SelfSubjectReview' },
-    anonymous: true,
-    headers: { authorization: `Bearer ${token}` },
-  });
-  if (r.status === 201) return r.body.status.userInfo.username;
-  return r.status;
-}
+const whoami = (token: string): Promise<string | number> => whoamiOf(server, token);
 
 /** Runs `stoa serve` expecting it to stop at start: its exit code and stderr. */
 function serveFails(args: string[]): Promise<{ code: number | null; stderr: string }> {

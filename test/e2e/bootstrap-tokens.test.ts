@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { compactVerify, decodeProtectedHeader } from 'jose';
 import { BootstrapTokenAuthenticator } from '../../src/auth/bootstrap-token.js';
-import { startTestServer, type TestServer } from './harness.js';
+import { startTestServer, type TestServer, whoami as whoamiOf } from './harness.js';
 
 let server: TestServer;
 
@@ -30,15 +30,7 @@ async function create(body: unknown): Promise<void> {
   assert.equal(r.status, 201, r.text);
 }
 
-async function whoami(token: string): Promise<string | number> {
-  const r = await server.request('POST', '/apis/authentication.svc.io/v1/selfsubjectreviews', {
-    body: { apiVersion: 'authentication.svc.io/v1', kind: 'SelfSubjectReview' },
-    anonymous: true,
-    headers: { authorization: `Bearer ${token}` },
-  });
-  if (r.status === 201) return r.body.status.userInfo.username;
-  return r.status;
-}
+const whoami = (token: string): Promise<string | number> => whoamiOf(server, token);
 
 async function until<T>(read: () => Promise<T>, done: (v: T) => boolean): Promise<T> {
   let value = await read();

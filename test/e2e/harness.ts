@@ -236,3 +236,15 @@ export async function writeTemp(dir: string, name: string, content: string): Pro
   await writeFile(path, content);
   return path;
 }
+
+/** Who a bearer token authenticates as: the username a SelfSubjectReview answers (201), or the status code. */
+export async function whoami(server: TestServer, token: string): Promise<string | number> {
+  const r = await server.request('POST', '/apis/authentication.svc.io/v1/selfsubjectreviews', {
+    body: { apiVersion: 'authentication.svc.io/v1', kind: 'SelfSubjectReview' },
+    anonymous: true,
+    headers: { authorization: `Bearer ${token}` },
+  });
+  if (r.status !== 201) return r.status;
+  const body = r.body as { status: { userInfo: { username: string } } };
+  return body.status.userInfo.username;
+}

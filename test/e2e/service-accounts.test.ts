@@ -9,22 +9,13 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
-import { startTestServer, type TestServer } from './harness.js';
+import { startTestServer, type TestServer, whoami as whoamiOf } from './harness.js';
 
 let server: TestServer;
 let dir: string;
 const issuer = 'https://stoa.test';
 
-/** Who a bearer token authenticates as (201 from SelfSubjectReview, or the user named by a 403), or the status. */
-async function whoami(token: string): Promise<string | number> {
-  const r = await server.request('POST', '/apis/authentication.svc.io/v1/selfsubjectreviews', {
-    body: { apiVersion: 'authentication.svc.io/v1', kind: 'SelfSubjectReview' },
-    anonymous: true,
-    headers: { authorization: `Bearer ${token}` },
-  });
-  if (r.status === 201) return r.body.status.userInfo.username;
-  return r.status;
-}
+const whoami = (token: string): Promise<string | number> => whoamiOf(server, token);
 
 async function tokenFor(account: string, spec: Record<string, unknown> = {}): Promise<any> {
   const r = await server.request('POST', `/api/v1/namespaces/default/serviceaccounts/${account}/token`, {
