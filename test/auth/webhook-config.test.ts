@@ -7,18 +7,17 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { stringify } from 'yaml';
 import { parseAuthorizationConfig, reloadRefusal } from '../../src/auth/authorization-config.js';
-import { createCertificateAuthority, issueCertificate } from '../../src/pki/index.js';
 import { startTestServer, type Response, type TestServer } from '../e2e/harness.js';
+import { startWebhook, type TestWebhook } from '../support/webhook.js';
 
 let dir: string;
 let server: TestServer;
-let webhook: Server;
+let webhook: TestWebhook;
 let webhookPort = 0;
 const calls: any[] = [];
 
@@ -60,43 +59,20 @@ const webhookEntry = (extra: Record<string, unknown> = {}) => ({
 
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'stoa-webhook-'));
-  const ca = await createCertificateAuthority({ commonName: 'webhook-ca' });
-  const serving = await issueCertificate(ca, {
-    commonName: 'webhook',
-    ipAddresses: ['127.0.0.1'],
-    usage: 'server',
+  webhook = await startWebhook('apiserver', (review) => {
+    calls.push(review);
+    const spec = review.spec;
+    const resource = spec.resourceAttributes?.resource;
+    const status =
+      spec.user === 'alice' && resource === 'configmaps'
+        ? { allowed: true, reason: 'alice may touch config maps' }
+        : spec.user === 'bob'
+          ? { allowed: false, denied: true, reason: 'bob is on leave' }
+          : { allowed: false };
+    return { ...review, status };
   });
-  const client = await issueCertificate(ca, { commonName: 'apiserver', usage: 'client' });
-  webhook = createServer(
-    {
-      cert: serving.certPem,
-      key: serving.keyPem,
-      ca: ca.certPem,
-      requestCert: true,
-      rejectUnauthorized: true,
-    },
-    (req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const review = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-        calls.push(review);
-        const spec = review.spec;
-        const resource = spec.resourceAttributes?.resource;
-        const status =
-          spec.user === 'alice' && resource === 'configmaps'
-            ? { allowed: true, reason: 'alice may touch config maps' }
-            : spec.user === 'bob'
-              ? { allowed: false, denied: true, reason: 'bob is on leave' }
-              : { allowed: false };
-        res.setHeader('content-type', 'application/json');
-        res.end(JSON.stringify({ ...review, status }));
-      });
-    },
-  );
-  await new Promise<void>((r) => webhook.listen(0, '127.0.0.1', r));
-  const address = webhook.address();
-  webhookPort = typeof address === 'object' && address !== null ? address.port : 0;
+  webhookPort = webhook.port;
+  const { ca, client } = webhook;
   const b64 = (s: string): string => Buffer.from(s).toString('base64');
   await writeFile(
     join(dir, 'webhook.kubeconfig'),
@@ -142,7 +118,7 @@ before(async () => {
 
 after(async () => {
   await server?.stop();
-  await new Promise((r) => webhook?.close(r));
+  await webhook?.close();
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -223,8 +199,7 @@ describe('webhook authorizer', () => {
   });
 
   test('failurePolicy Deny: an unreachable webhook denies', async () => {
-    await new Promise((r) => webhook.close(r));
-    webhook.closeAllConnections();
+    await webhook.close();
     const r = await as('bob-token', 'GET', '/api/v1/namespaces/default/pods');
     assert.equal(r.status, 403);
     assert.match(r.body.message, /: error contacting webhook "policy.example.com"/);

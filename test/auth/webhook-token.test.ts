@@ -4,63 +4,36 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { loadWebhookKubeconfig, WebhookTokenAuthenticator } from '../../src/auth/webhook-token.js';
-import { createCertificateAuthority, issueCertificate } from '../../src/pki/index.js';
+import { startWebhook, type TestWebhook } from '../support/webhook.js';
 
-let server: Server;
+let webhook: TestWebhook | undefined;
 let dir: string;
 let kubeconfigPath: string;
 const reviews: { apiVersion: string; kind: string; spec: { token: string }; clientCn: string }[] = [];
 
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'stoa-webhook-'));
-  const ca = await createCertificateAuthority({ commonName: 'webhook-ca' });
-  const serving = await issueCertificate(ca, {
-    commonName: 'localhost',
-    ipAddresses: ['127.0.0.1'],
-    usage: 'server',
+  webhook = await startWebhook('kube-apiserver', (review: (typeof reviews)[number], req) => {
+    review.clientCn = String((req.socket as TLSSocket).getPeerCertificate().subject.CN);
+    reviews.push(review);
+    const ok = review.spec.token === 'good-token';
+    return {
+      apiVersion: review.apiVersion,
+      kind: 'TokenReview',
+      status: ok
+        ? {
+            authenticated: true,
+            user: { username: 'hook-user', uid: 'h-1', groups: ['hooked'], extra: { scope: ['all'] } },
+          }
+        : { authenticated: false, error: 'unknown token' },
+    };
   });
-  const client = await issueCertificate(ca, { commonName: 'kube-apiserver', usage: 'client' });
-  server = createServer(
-    {
-      cert: serving.certPem,
-      key: serving.keyPem,
-      ca: ca.certPem,
-      requestCert: true,
-      rejectUnauthorized: true,
-    },
-    (req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const review = JSON.parse(Buffer.concat(chunks).toString()) as (typeof reviews)[number];
-        review.clientCn = String((req.socket as TLSSocket).getPeerCertificate().subject.CN);
-        reviews.push(review);
-        const ok = review.spec.token === 'good-token';
-        res.setHeader('content-type', 'application/json');
-        res.end(
-          JSON.stringify({
-            apiVersion: review.apiVersion,
-            kind: 'TokenReview',
-            status: ok
-              ? {
-                  authenticated: true,
-                  user: { username: 'hook-user', uid: 'h-1', groups: ['hooked'], extra: { scope: ['all'] } },
-                }
-              : { authenticated: false, error: 'unknown token' },
-          }),
-        );
-      });
-    },
-  );
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  const port = typeof address === 'object' && address !== null ? address.port : 0;
+  const { ca, client, port } = webhook;
   await writeFile(join(dir, 'ca.crt'), ca.certPem);
   kubeconfigPath = join(dir, 'webhook.kubeconfig');
   await writeFile(
@@ -90,8 +63,7 @@ before(async () => {
 });
 
 after(async () => {
-  server?.closeAllConnections();
-  await new Promise<void>((resolve) => (server === undefined ? resolve() : server.close(() => resolve())));
+  await webhook?.close();
   await rm(dir, { recursive: true, force: true });
 });
 
