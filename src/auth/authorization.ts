@@ -42,6 +42,8 @@ export interface AuthorizationDeps {
 }
 
 const configReloadIntervalMs = 60_000;
+/** How long file events must be quiet before the changed file is read. */
+const configChangeSettleMs = 100;
 
 function parseAuthorizationConfigFile(source: string, file: string, domain: DomainContext): AuthorizerSpec[] {
   try {
@@ -212,15 +214,34 @@ export class Authorization {
   startReload(): void {
     const file = this.configFile;
     if (file === undefined) return;
+    // A change that arrives while a reload runs is not dropped: that reload may have read the file half
+    // written (an editor truncates, then writes), so it runs once more afterwards.
+    let again = false;
     const reload = (): void => {
-      if (this.reloading) return;
+      if (this.reloading) {
+        again = true;
+        return;
+      }
       this.reloading = true;
-      void this.reload(file).finally(() => (this.reloading = false));
+      void this.reload(file).finally(() => {
+        this.reloading = false;
+        if (again) {
+          again = false;
+          reload();
+        }
+      });
     };
     this.reloadTimer = setInterval(reload, configReloadIntervalMs);
     this.reloadTimer.unref();
+    // File events come in bursts (truncate, write): read once they settle.
+    let settle: NodeJS.Timeout | undefined;
+    const changed = (): void => {
+      clearTimeout(settle);
+      settle = setTimeout(reload, configChangeSettleMs);
+      settle.unref();
+    };
     try {
-      this.watcher = watch(file, () => reload());
+      this.watcher = watch(file, changed);
       this.watcher.on('error', () => this.watcher?.close());
     } catch {
       // No file watching here: the 60 s interval still reloads.
