@@ -189,13 +189,10 @@ async function nodeTarget(registry: ResourceRegistry, id: string): Promise<Targe
 
 /** The path after `.../NAME/proxy` in the raw request path ('' when none, so '/proxy' and '/proxy/' differ). */
 function remainderOf(ctx: RequestContext, info: ResourceInfo): string {
-  const raw = ctx.url.pathname;
-  const marker = `/${info.resource}/`;
-  const at = raw.indexOf(marker, info.apiPrefix === 'api' ? 4 : 5);
-  const afterResource = raw.slice(at + marker.length);
-  const proxyAt = afterResource.indexOf('/proxy');
-  const rest = afterResource.slice(proxyAt + '/proxy'.length);
-  return rest;
+  // '', api|apis, [group,] version, [namespaces, NS,] resource, name, proxy, then the remainder.
+  const segments = ctx.url.pathname.split('/');
+  const prefix = 1 + (info.apiPrefix === 'api' ? 2 : 3) + (info.namespace === '' ? 0 : 2) + 3;
+  return segments.length <= prefix ? '' : `/${segments.slice(prefix).join('/')}`;
 }
 
 function forwardedHeaders(ctx: RequestContext, target: Target): OutgoingHttpHeaders {
@@ -233,7 +230,7 @@ export async function serveProxy(
 ): Promise<void> {
   if (info.name === '') throw errors.pathNotFound();
   const namespace = registry.decl.namespaced ? info.namespace : '';
-  if (registry.decl.namespaced && namespace === '') throw errors.pathNotFound();
+  if (registry.decl.namespaced ? namespace === '' : info.namespace !== '') throw errors.pathNotFound();
   let target: Target;
   switch (info.resource) {
     case 'services':

@@ -1,11 +1,12 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- JSON bodies of responses are read loosely in tests */
 // Proves the proxy sub-resources: services (via Endpoints), pods (podIP) and nodes (kubelet over HTTPS) forward
 // method, path, query and body to a real local server without the client's credentials, 503/400 without a target,
-// RBAC on `services/proxy` decides (403 without it), and discovery lists the sub-resources.
+// RBAC on `services/proxy` decides (403 without it), discovery lists the sub-resources, and HTTP/2 streams.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
+import { connect } from 'node:http2';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -99,6 +100,20 @@ before(async () => {
       spec: { containers: [{ name: 'c', image: 'i', ports: [{ containerPort: backendPort }] }] },
     });
   }
+  // A namespace named like the resource, and a pod named `proxy`, keep the path remainder exact.
+  await ok('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'pods' } });
+  await ok('POST', '/api/v1/namespaces/pods/pods', {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'proxy' },
+    spec: { containers: [{ name: 'c', image: 'i', ports: [{ containerPort: backendPort }] }] },
+  });
+  await ok(
+    'PATCH',
+    '/api/v1/namespaces/pods/pods/proxy/status',
+    { status: { podIP: '127.0.0.1' } },
+    mergePatch,
+  );
   await ok('PATCH', `${ns}/pods/p/status`, { status: { podIP: '127.0.0.1' } }, mergePatch);
   await ok('POST', '/api/v1/nodes', { apiVersion: 'v1', kind: 'Node', metadata: { name: 'n1' } });
   await ok(
@@ -202,9 +217,15 @@ test('pods/NAME/proxy reaches status.podIP on the first container port or the na
   const post = await server.request('POST', `${ns}/pods/p:${backendPort}/proxy/x`, { rawBody: 'pod body' });
   assert.equal(post.status, 201, post.text);
   assert.equal(last().body, 'pod body');
+  const odd = await server.request('GET', '/api/v1/namespaces/pods/pods/proxy/proxy/proxy/a%20b/');
+  assert.equal(odd.status, 200, odd.text);
+  assert.equal(last().url, '/proxy/a%20b/');
   const noIp = await server.request('GET', `${ns}/pods/no-ip/proxy/`);
   assert.equal(noIp.status, 400, noIp.text);
   assert.equal(noIp.body.message, 'address not allowed');
+  const refused = await server.request('GET', `${ns}/pods/p:1/proxy/`);
+  assert.equal(refused.status, 503, refused.text);
+  assert.match(refused.body.message, /^error trying to reach pod: .*ECONNREFUSED/);
   const bad = await server.request('GET', `${ns}/pods/a:b:c:d/proxy/`);
   assert.equal(bad.status, 400, bad.text);
   assert.equal(bad.body.message, 'invalid pod request "a:b:c:d"');
@@ -249,5 +270,35 @@ test('discovery lists the proxy sub-resources with their verbs', async () => {
     assert.ok(entry !== undefined, name);
     assert.equal(entry.kind, kind);
     assert.deepEqual(entry.verbs, ['create', 'delete', 'get', 'patch', 'update']);
+  }
+});
+
+test('over HTTP/2 (as kubectl speaks) a POST body and the response stream through the proxy', async () => {
+  const session = connect(server.url, {
+    ca: server.admin.ca,
+    cert: server.admin.cert,
+    key: server.admin.key,
+  });
+  try {
+    const body = 'x'.repeat(200_000);
+    const stream = session.request({
+      ':method': 'POST',
+      ':path': `${ns}/pods/p/proxy/h2?q=1`,
+      'content-type': 'text/plain',
+    });
+    stream.end(body);
+    const [status, text] = await new Promise<[number, string]>((resolve, reject) => {
+      let code = 0;
+      let buf = '';
+      stream.on('response', (headers) => (code = Number(headers[':status'])));
+      stream.on('data', (c: Buffer) => (buf += c.toString()));
+      stream.on('end', () => resolve([code, buf]));
+      stream.on('error', reject);
+    });
+    assert.equal(status, 201, text);
+    assert.equal(text, 'backend POST /h2?q=1');
+    assert.equal(last().body.length, body.length);
+  } finally {
+    session.close();
   }
 });
