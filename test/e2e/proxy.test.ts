@@ -271,6 +271,20 @@ test('discovery lists the proxy sub-resources with their verbs', async () => {
     assert.equal(entry.kind, kind);
     assert.deepEqual(entry.verbs, ['create', 'delete', 'get', 'patch', 'update']);
   }
+  const aggregated = await server.request('GET', '/api', {
+    headers: { accept: 'application/json;g=apidiscovery.svc.io;v=v2;as=APIGroupDiscoveryList' },
+  });
+  assert.equal(aggregated.status, 200, aggregated.text);
+  const resources = aggregated.body.items[0].versions[0].resources;
+  const services = resources.find((x: any) => x.resource === 'services');
+  assert.deepEqual(
+    services.subresources.find((x: any) => x.subresource === 'proxy'),
+    {
+      subresource: 'proxy',
+      responseKind: { group: '', version: 'v1', kind: 'ServiceProxyOptions' },
+      verbs: ['create', 'delete', 'get', 'patch', 'update'],
+    },
+  );
 });
 
 test('over HTTP/2 (as kubectl speaks) a POST body and the response stream through the proxy', async () => {
