@@ -282,6 +282,8 @@ export const errors = {
     }),
   unavailable: (message: string) => new ApiError('ServiceUnavailable', message, { retryAfterSeconds: 1 }),
   timeout: (message: string) => new ApiError('Timeout', message, {}),
+  /** 503 without Retry-After (kube's NewServiceUnavailable): a proxy target that cannot be resolved or reached. */
+  serviceUnavailable: (message: string) => new ApiError('ServiceUnavailable', message),
   /** A 403 whose attributes carry a sub-resource: the subject names the resource, the reason `resource/sub`. */
   forbiddenSubresource: (
     user: string,

@@ -3,6 +3,7 @@
 
 import { createHash } from 'node:crypto';
 import { verbsOf, type KindDeclaration } from '../apimachinery/kind.js';
+import { proxyKinds, proxyVerbs } from './proxy.js';
 
 function storageVersionHash(decl: KindDeclaration): string {
   return createHash('sha256')
@@ -54,6 +55,16 @@ function resourceEntries(decl: KindDeclaration): Record<string, unknown>[] {
       verbs: ['create'],
     });
   }
+  const proxyKind = decl.group === '' ? proxyKinds.get(decl.plural) : undefined;
+  if (proxyKind !== undefined) {
+    out.push({
+      name: `${decl.plural}/proxy`,
+      singularName: '',
+      namespaced: decl.namespaced,
+      kind: proxyKind,
+      verbs: [...proxyVerbs],
+    });
+  }
   for (const [name, sub] of Object.entries(decl.createSubresources ?? {})) {
     out.push({
       name: `${decl.plural}/${name}`,
@@ -75,6 +86,14 @@ function aggregatedSubresources(decl: KindDeclaration, version: string): Record<
       subresource: 'status',
       responseKind: { group: decl.group, version, kind: decl.kind },
       verbs: ['get', 'patch', 'update'],
+    });
+  }
+  const proxyKind = decl.group === '' ? proxyKinds.get(decl.plural) : undefined;
+  if (proxyKind !== undefined) {
+    subresources.push({
+      subresource: 'proxy',
+      responseKind: { group: '', version: 'v1', kind: proxyKind },
+      verbs: [...proxyVerbs],
     });
   }
   for (const [name, sub] of Object.entries(decl.createSubresources ?? {})) {

@@ -56,9 +56,11 @@ export function requestInfo(method: string, path: string, query: URLSearchParams
   const resource = rest[0] ?? '';
   const name = rest[1] ?? '';
   const subresource = rest[2] ?? '';
-  if (rest.length > 3) return nonResource;
+  // Only the proxy sub-resource takes a path after it (`services/NAME/proxy/PATH`).
+  const proxy = subresource === 'proxy';
+  if (rest.length > 3 && !proxy) return nonResource;
   let verb: ApiVerb;
-  const watch = isTrue(query.get('watch'));
+  const watch = !proxy && isTrue(query.get('watch'));
   switch (method) {
     case 'GET':
     case 'HEAD':

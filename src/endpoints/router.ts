@@ -10,6 +10,7 @@ import type { Health, HealthEndpoint } from './health.js';
 import type { OpenApi } from './openapi.js';
 import { serveResource, type ResourceDeps } from './resource.js';
 import { adminPrefix } from './admin.js';
+import { isProxyRequest, serveProxy } from './proxy.js';
 
 export interface RouterDeps extends ResourceDeps {
   readonly registries: Registries;
@@ -49,6 +50,10 @@ export function router(deps: RouterDeps): Handler {
       ctx.metricResource = info.resource;
       const registry = deps.registries.find(info.group, info.version, info.resource);
       if (registry === undefined) throw errors.pathNotFound();
+      if (isProxyRequest(info)) {
+        await serveProxy(ctx, registry, info, deps.registries.find('', 'v1', 'endpoints'));
+        return;
+      }
       await serveResource(ctx, registry, info, deps);
       return;
     }

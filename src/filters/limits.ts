@@ -18,7 +18,8 @@ export function withInflightLimit(
 ): Handler {
   const inflight = { readOnly: 0, mutating: 0 };
   return async (ctx) => {
-    if (ctx.info.verb === 'watch') {
+    // Long-running requests (watches, proxied connections) are not counted, as in kube-apiserver.
+    if (ctx.info.verb === 'watch' || (ctx.info.isResourceRequest && ctx.info.subresource === 'proxy')) {
       await next(ctx);
       return;
     }
