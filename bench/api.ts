@@ -14,21 +14,19 @@ import { seededRandom } from './clusters.js';
 import {
   defaultOut,
   etcdVersion,
-  gitCommit,
   loadavg,
-  machine,
+  reportHeader,
   progress,
   row,
   runLoad,
   summarize,
   table,
-  writeJson,
   type BenchRow,
   type LatencySummary,
   type LoadResult,
   type Target,
 } from './measure.js';
-import { writeHtmlReport } from './report.js';
+import { writeReports } from './report.js';
 
 interface Client {
   request(
@@ -503,12 +501,7 @@ export async function runApiBench(args: BenchArgs): Promise<void> {
   process.stdout.write(table(rows) + '\n');
   const out = args.out ?? defaultOut('api');
   const report = {
-    scenario: 'api',
-    date: started.toISOString(),
-    gitCommit: gitCommit(),
-    machine: machine(),
-    loadAverage: { before: loadBefore, after: loadavg() },
-    seed: args.seed,
+    ...reportHeader('api', started, loadBefore, args.seed),
     configuration: {
       targets: args.targets,
       stoa: `stoa serve on its own store: ${config.nodes === 1 ? 'embedded engine' : `${config.nodes}-node replicated cluster`}`,
@@ -529,8 +522,5 @@ export async function runApiBench(args: BenchArgs): Promise<void> {
     loads,
     failures,
   };
-  await writeJson(out, report);
-  const html = out.replace(/\.json$/, '') + '.html';
-  await writeHtmlReport(html, report);
-  log(`wrote ${out} and ${html}`);
+  await writeReports(out, report, log);
 }

@@ -14,9 +14,8 @@ import {
 import {
   defaultOut,
   etcdVersion,
-  gitCommit,
   loadavg,
-  machine,
+  reportHeader,
   preloadRangeKeys,
   progress,
   putLoad,
@@ -25,13 +24,12 @@ import {
   row,
   table,
   watchLatency,
-  writeJson,
   type BenchRow,
   type LatencySummary,
   type LoadResult,
   type Target,
 } from './measure.js';
-import { writeHtmlReport } from './report.js';
+import { writeReports } from './report.js';
 
 /** Defaults of --nodes, --concurrency and --value-size (the latter replaces the two sizes 256 B and 2 KiB). */
 const defaultNodes = 3;
@@ -371,12 +369,7 @@ export async function runClusterBench(args: BenchArgs): Promise<void> {
   process.stdout.write(table(rows) + '\n');
   const out = args.out ?? defaultOut('cluster');
   const report = {
-    scenario: 'cluster',
-    date: started.toISOString(),
-    gitCommit: gitCommit(),
-    machine: machine(),
-    loadAverage: { before: loadBefore, after: loadavg() },
-    seed: args.seed,
+    ...reportHeader('cluster', started, loadBefore, args.seed),
     configuration: {
       nodes,
       targets: args.targets,
@@ -405,8 +398,5 @@ export async function runClusterBench(args: BenchArgs): Promise<void> {
     loads,
     failover: failovers,
   };
-  await writeJson(out, report);
-  const html = out.replace(/\.json$/, '') + '.html';
-  await writeHtmlReport(html, report);
-  log(`wrote ${out} and ${html}`);
+  await writeReports(out, report, log);
 }

@@ -297,6 +297,30 @@ export function defaultOut(scenario: string): string {
   return `bench/results/${scenario}-${new Date().toISOString().replace(/[:.]/g, '-')}.json`;
 }
 
+/** What every scenario's report opens with: which scenario, when, on which commit and machine, under what load. */
+export function reportHeader(
+  scenario: string,
+  started: Date,
+  loadBefore: readonly number[],
+  seed: number,
+): {
+  scenario: string;
+  date: string;
+  gitCommit: string;
+  machine: Record<string, string | number>;
+  loadAverage: { before: readonly number[]; after: readonly number[] };
+  seed: number;
+} {
+  return {
+    scenario,
+    date: started.toISOString(),
+    gitCommit: gitCommit(),
+    machine: machine(),
+    loadAverage: { before: loadBefore, after: loadavg() },
+    seed,
+  };
+}
+
 export async function writeJson(path: string, report: unknown): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
   await writeFile(path, JSON.stringify(report, null, 2) + '\n');

@@ -5,6 +5,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import {
   histogramEdgesMs,
+  writeJson,
   type BenchRow,
   type LatencySummary,
   type LoadResult,
@@ -327,4 +328,16 @@ td.ok { color: #2a7a3a; font-weight: bold; } td.no { color: #b03030; font-weight
 export async function writeHtmlReport(path: string, input: ReportInput): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
   await writeFile(path, renderHtmlReport(input));
+}
+
+/** Writes a scenario's JSON report at `out` and its HTML report beside it, and says where. */
+export async function writeReports(
+  out: string,
+  report: ReportInput,
+  log: (line: string) => void,
+): Promise<void> {
+  await writeJson(out, report);
+  const html = out.replace(/\.json$/, '') + '.html';
+  await writeHtmlReport(html, report);
+  log(`wrote ${out} and ${html}`);
 }

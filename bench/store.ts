@@ -9,9 +9,8 @@ import { tempDir } from '../test/support/tmp.js';
 import {
   defaultOut,
   etcdVersion,
-  gitCommit,
   loadavg,
-  machine,
+  reportHeader,
   preloadRangeKeys,
   progress,
   putLoad,
@@ -19,13 +18,12 @@ import {
   row as makeRow,
   table,
   watchLatency,
-  writeJson,
   type BenchRow,
   type LatencySummary,
   type LoadResult,
   type Target,
 } from './measure.js';
-import { writeHtmlReport } from './report.js';
+import { writeReports } from './report.js';
 import { sizeName } from './cluster.js';
 
 export type { BenchRow } from './measure.js';
@@ -234,12 +232,7 @@ export async function runStoreBench(args: BenchArgs): Promise<void> {
   process.stdout.write(table(result) + '\n');
   const out = args.out ?? defaultOut('store');
   const report = {
-    scenario: 'store',
-    date: started.toISOString(),
-    gitCommit: gitCommit(),
-    machine: machine(),
-    loadAverage: { before: loadBefore, after: loadavg() },
-    seed: args.seed,
+    ...reportHeader('store', started, loadBefore, args.seed),
     configuration: {
       targets: args.targets,
       nodes: 1,
@@ -266,8 +259,5 @@ export async function runStoreBench(args: BenchArgs): Promise<void> {
     rows: result,
     loads: measured.loads,
   };
-  await writeJson(out, report);
-  const html = out.replace(/\.json$/, '') + '.html';
-  await writeHtmlReport(html, report);
-  log(`wrote ${out} and ${html}`);
+  await writeReports(out, report, log);
 }
