@@ -28,22 +28,7 @@ const responseHeaderTimeoutMs = 30_000;
 /** A proxied connection idle this long (no bytes either way) is closed. */
 const idleTimeoutMs = 120_000;
 
-/** Request headers never forwarded: hop-by-hop, and the client's credentials (as kube-apiserver strips them). */
-const droppedRequestHeaders = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'host',
-  'authorization',
-  'http2-settings',
-]);
-
+/** Hop-by-hop headers: never forwarded in either direction. */
 const droppedResponseHeaders = new Set([
   'connection',
   'keep-alive',
@@ -55,6 +40,9 @@ const droppedResponseHeaders = new Set([
   'transfer-encoding',
   'upgrade',
 ]);
+
+/** Request headers never forwarded: hop-by-hop, and the client's credentials (as kube-apiserver strips them). */
+const droppedRequestHeaders = new Set([...droppedResponseHeaders, 'host', 'authorization', 'http2-settings']);
 
 export function isProxyRequest(info: ResourceInfo): boolean {
   return info.group === '' && info.subresource === 'proxy' && proxyKinds.has(info.resource);
