@@ -7,7 +7,7 @@ import { encodeJson, encodeYaml } from '../apimachinery/codec.js';
 import { negotiateResponse, type ResponseFormat } from '../apimachinery/negotiation.js';
 import { canEncodeProtobuf, encodeObject, protobufMediaType } from '../apimachinery/protobuf.js';
 import { statusOf, toApiError, type ApiError } from '../apimachinery/status.js';
-import type { RequestInfo } from './requestinfo.js';
+import { requestInfo, type RequestInfo } from './requestinfo.js';
 import type { UserInfo } from '../auth/user.js';
 
 export type { UserInfo } from '../auth/user.js';
@@ -27,6 +27,27 @@ export interface RequestContext {
   /** Whether gzip may be used (feature gate APIResponseCompression). */
   readonly compression: boolean;
   readonly metaGroup: string;
+}
+
+/** The context of one request as it arrives: its URL, query and request info parsed once. */
+export function newRequestContext(
+  req: Http2ServerRequest,
+  res: Http2ServerResponse,
+  options: { readonly compression: boolean; readonly metaGroup: string },
+): RequestContext {
+  const url = new URL(req.url, 'https://localhost');
+  return {
+    req,
+    res,
+    url,
+    query: url.searchParams,
+    info: requestInfo(req.method, url.pathname, url.searchParams),
+    startMs: performance.now(),
+    warnings: [],
+    metricResource: '',
+    compression: options.compression,
+    metaGroup: options.metaGroup,
+  };
 }
 
 export function warningValue(text: string): string {

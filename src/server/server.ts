@@ -17,8 +17,7 @@ import { Discovery } from '../endpoints/discovery.js';
 import { OpenApi } from '../endpoints/openapi.js';
 import { Health } from '../endpoints/health.js';
 import { router } from '../endpoints/router.js';
-import { requestInfo } from '../endpoints/requestinfo.js';
-import type { RequestContext } from '../endpoints/context.js';
+import { newRequestContext } from '../endpoints/context.js';
 import { buildChain } from '../filters/chain.js';
 import {
   buildAuthentication,
@@ -239,19 +238,10 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
       settings: { maxConcurrentStreams: http2MaxStreamsPerConnection },
     },
     (req: Http2ServerRequest, res: Http2ServerResponse) => {
-      const url = new URL(req.url, 'https://localhost');
-      const ctx: RequestContext = {
-        req,
-        res,
-        url,
-        query: url.searchParams,
-        info: requestInfo(req.method, url.pathname, url.searchParams),
-        startMs: performance.now(),
-        warnings: [],
-        metricResource: '',
+      const ctx = newRequestContext(req, res, {
         compression: gates.enabled('APIResponseCompression'),
         metaGroup,
-      };
+      });
       if (ctx.info.verb === 'watch') {
         const end = (): void => {
           if (!res.writableEnded) res.end();

@@ -6,8 +6,7 @@ import { request as httpsRequest } from 'node:https';
 import { pino } from 'pino';
 import type { Attributes, Authorizer } from '../../src/auth/authorizer.js';
 import type { UnionAuthenticator } from '../../src/auth/union.js';
-import { respond, type RequestContext } from '../../src/endpoints/context.js';
-import { requestInfo } from '../../src/endpoints/requestinfo.js';
+import { newRequestContext, respond } from '../../src/endpoints/context.js';
 import { buildChain } from '../../src/filters/chain.js';
 import { Metrics } from '../../src/server/metrics.js';
 import { createCertificateAuthority, issueCertificate, type CertificateAndKey } from '../../src/pki/index.js';
@@ -100,19 +99,7 @@ export async function startChain(
       rejectUnauthorized: false,
     },
     (req, res) => {
-      const url = new URL(req.url, 'https://localhost');
-      const ctx: RequestContext = {
-        req,
-        res,
-        url,
-        query: url.searchParams,
-        info: requestInfo(req.method, url.pathname, url.searchParams),
-        startMs: performance.now(),
-        warnings: [],
-        metricResource: '',
-        compression: false,
-        metaGroup: 'meta.svc.io',
-      };
+      const ctx = newRequestContext(req, res, { compression: false, metaGroup: 'meta.svc.io' });
       void handler(ctx);
     },
   );
