@@ -48,6 +48,12 @@ export function requestInfo(method: string, path: string, query: URLSearchParams
   } else {
     return nonResource;
   }
+  // The deprecated `/watch/` prefix (`/api/v1/watch/namespaces/x/pods/p`): a watch, also of one named object.
+  const legacyWatch = rest[0] === 'watch' && rest.length > 1;
+  if (legacyWatch) {
+    if (method !== 'GET' && method !== 'HEAD') return nonResource;
+    rest = rest.slice(1);
+  }
   let namespace = '';
   if (rest[0] === 'namespaces' && rest.length > 1) {
     namespace = rest[1] ?? '';
@@ -59,12 +65,16 @@ export function requestInfo(method: string, path: string, query: URLSearchParams
   // Only the proxy sub-resource takes a path after it (`services/NAME/proxy/PATH`).
   const proxy = subresource === 'proxy';
   if (rest.length > 3 && !proxy) return nonResource;
+  if (legacyWatch && subresource !== '') return nonResource; // sub-resources are not watched
   let verb: ApiVerb;
-  const watch = !proxy && isTrue(query.get('watch'));
   switch (method) {
     case 'GET':
     case 'HEAD':
-      verb = watch ? 'watch' : name === '' ? 'list' : 'get';
+      // `?watch` turns a collection GET into a watch; on a named object it is a get (the handler ignores it),
+      // as kube-apiserver's RequestInfoFactory decides.
+      if (legacyWatch) verb = 'watch';
+      else if (name !== '') verb = 'get';
+      else verb = isTrue(query.get('watch')) ? 'watch' : 'list';
       break;
     case 'POST':
       verb = 'create';

@@ -60,6 +60,8 @@ export class WatchCache<T> {
   private current: Revision = revision(0);
   private readonly listeners = new Set<CacheListener<T>>();
   private readonly waiters = new Set<{ revision: Revision; resolve: () => void }>();
+  /** Asks the store for progress while anyone waits (see waitFor). */
+  private nudge: NodeJS.Timeout | undefined;
   private storeWatch: Watch | undefined;
   private failed: StorageError | undefined;
   private closed = false;
@@ -192,7 +194,7 @@ export class WatchCache<T> {
     for (const listener of this.listeners) listener(batch, to);
     for (const waiter of this.waiters) {
       if (waiter.revision <= to) {
-        this.waiters.delete(waiter);
+        this.removeWaiter(waiter);
         waiter.resolve();
       }
     }
@@ -220,20 +222,27 @@ export class WatchCache<T> {
         revision: target,
         resolve: () => {
           clearTimeout(timer);
-          clearInterval(nudge);
           resolve();
         },
       };
       const timer = setTimeout(() => {
-        this.waiters.delete(waiter);
-        clearInterval(nudge);
+        this.removeWaiter(waiter);
         reject(new WaitTimeout(this.current));
       }, timeoutMs);
-      // The store answers a progress request once it has delivered everything up to its current revision.
-      const nudge = setInterval(() => this.storeWatch?.requestProgress(), 100);
       this.waiters.add(waiter);
       this.storeWatch?.requestProgress();
+      // The store answers a progress request once it has delivered everything up to its current revision; one
+      // shared interval asks again every 100 ms while anyone waits, however many wait.
+      this.nudge ??= setInterval(() => this.storeWatch?.requestProgress(), 100);
     });
+  }
+
+  private removeWaiter(waiter: { revision: Revision; resolve: () => void }): void {
+    this.waiters.delete(waiter);
+    if (this.waiters.size === 0 && this.nudge !== undefined) {
+      clearInterval(this.nudge);
+      this.nudge = undefined;
+    }
   }
 
   /** The current objects, in key order, at `this.revision`. */
@@ -266,7 +275,9 @@ export class WatchCache<T> {
     this.closed = true;
     this.storeWatch?.close();
     this.listeners.clear();
-    for (const waiter of this.waiters) waiter.resolve();
-    this.waiters.clear();
+    for (const waiter of this.waiters) {
+      this.removeWaiter(waiter);
+      waiter.resolve();
+    }
   }
 }

@@ -668,6 +668,34 @@ describe('watches', () => {
       unset.close();
     }
   });
+  test('a named object: ?watch=1 is a plain get (as kube-apiserver); the deprecated /watch/ prefix watches it', async () => {
+    const got = await server.request('GET', '/api/v1/namespaces/chunks/configmaps/c1?watch=1');
+    assert.equal(got.status, 200);
+    assert.deepEqual([got.body.kind, got.body.metadata.name], ['ConfigMap', 'c1']);
+    const legacy = watch(server, '/api/v1/watch/namespaces/chunks/configmaps/c1');
+    try {
+      const first = await legacy.next();
+      assert.deepEqual([first.type, first.object.metadata.name], ['ADDED', 'c1']);
+      await server.request('PATCH', '/api/v1/namespaces/chunks/configmaps/c2', {
+        body: { data: { k: 'other' } },
+        headers: { 'content-type': 'application/merge-patch+json' },
+      });
+      await server.request('PATCH', '/api/v1/namespaces/chunks/configmaps/c1', {
+        body: { data: { k: 'legacy' } },
+        headers: { 'content-type': 'application/merge-patch+json' },
+      });
+      const next = await legacy.next();
+      assert.deepEqual(
+        [next.type, next.object.metadata.name, next.object.data.k],
+        ['MODIFIED', 'c1', 'legacy'],
+      );
+    } finally {
+      legacy.close();
+    }
+    const sub = await server.request('GET', '/api/v1/watch/namespaces/chunks/configmaps/c1/status');
+    assert.equal(sub.status, 404);
+  });
+
   test('watch parameter errors: 400 for sendInitialEvents without NotOlderThan; 504 for a future version', async () => {
     const bad = await server.request('GET', '/api/v1/configmaps?watch=1&sendInitialEvents=true');
     assert.equal(bad.status, 400);

@@ -96,6 +96,45 @@ test('request info: verbs, namespaces, sub-resources, non-resource paths', () =>
     '',
     '',
   ]);
+  // `?watch` on a named object is a get (kube-apiserver ignores it there); the deprecated /watch/ prefix watches.
+  assert.deepEqual(info('GET', '/api/v1/namespaces/default/pods/p', new URLSearchParams('watch=1')), [
+    'get',
+    '',
+    'v1',
+    'pods',
+    'default',
+    'p',
+    '',
+  ]);
+  assert.deepEqual(info('GET', '/api/v1/watch/namespaces/default/pods/p'), [
+    'watch',
+    '',
+    'v1',
+    'pods',
+    'default',
+    'p',
+    '',
+  ]);
+  assert.deepEqual(info('GET', '/apis/apps/v1/watch/deployments'), [
+    'watch',
+    'apps',
+    'v1',
+    'deployments',
+    '',
+    '',
+    '',
+  ]);
+  assert.deepEqual(info('GET', '/api/v1/watch/namespaces/ns1'), [
+    'watch',
+    '',
+    'v1',
+    'namespaces',
+    'ns1',
+    'ns1',
+    '',
+  ]);
+  assert.deepEqual(info('DELETE', '/api/v1/watch/namespaces/default/pods/p'), ['nonresource', 'delete']);
+  assert.deepEqual(info('GET', '/api/v1/watch/namespaces/default/pods/p/status'), ['nonresource', 'get']);
   assert.deepEqual(info('PUT', '/api/v1/namespaces/default/pods/p/status'), [
     'update',
     '',

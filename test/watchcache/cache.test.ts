@@ -72,4 +72,13 @@ test('load, follow, window, replay, wait', async (t) => {
   assert.ok(cache.oldestRevision > r3, 'old revisions left the window');
   assert.throws(() => cache.subscribe(revision(r1), () => {}));
   await assert.rejects(cache.waitFor(revision(cache.revision + 100), 300), WaitTimeout);
+  // Many waiters at once (they share one progress nudge): one that times out leaves the others waiting, and
+  // all of those resolve when the store gets there.
+  const target = revision(cache.revision + 3);
+  const early = cache.waitFor(target, 50);
+  const many = Array.from({ length: 200 }, () => cache.waitFor(target, 5000));
+  await assert.rejects(early, WaitTimeout);
+  for (let i = 0; i < 3; i++) await put(`/other/w${i}`, 'w');
+  await Promise.all(many);
+  assert.ok(cache.revision >= target);
 });
