@@ -252,6 +252,7 @@ function statusOf(result: AuthorizationResult): Record<string, unknown> {
     allowed: result.decision === 'allow',
     ...(result.decision === 'deny' ? { denied: true } : {}),
     ...(result.reason === '' ? {} : { reason: result.reason }),
+    ...(result.error === undefined ? {} : { evaluationError: result.error }),
   };
 }
 

@@ -11,13 +11,23 @@ export class UnionAuthorizer implements Authorizer {
 
   async authorize(attributes: Attributes): Promise<AuthorizationResult> {
     const reasons: string[] = [];
+    const failures: string[] = [];
     for (const authorizer of this.authorizers()) {
       const result = await authorizer.authorize(attributes);
+      if (result.error !== undefined) failures.push(result.error);
       if (result.decision !== 'noOpinion') return result;
       if (result.reason !== '') reasons.push(result.reason);
     }
-    return { decision: 'noOpinion', reason: reasons.join('\n') };
+    const error = aggregate(failures);
+    return { decision: 'noOpinion', reason: reasons.join('\n'), ...(error === undefined ? {} : { error }) };
   }
+}
+
+/** Several errors as one message, the way Go's aggregate error prints them (one alone is itself). */
+function aggregate(failures: readonly string[]): string | undefined {
+  if (failures.length === 0) return undefined;
+  if (failures.length === 1) return failures[0];
+  return `[${failures.join(', ')}]`;
 }
 
 export function withPrivilegedGroup(next: Authorizer): Authorizer {

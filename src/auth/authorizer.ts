@@ -41,6 +41,12 @@ export interface AuthorizationResult {
   readonly decision: Decision;
   /** Why (appended to the 403 message as kube-apiserver does when non-empty). */
   readonly reason: string;
+  /**
+   * The authorizer could not decide (a webhook it could not reach, a match condition that failed). A request
+   * that no authorizer allowed and that carries an error is a 500, not a 403, as kube-apiserver answers; an
+   * access review reports it as `status.evaluationError`.
+   */
+  readonly error?: string;
 }
 
 export interface Authorizer {

@@ -163,10 +163,9 @@ export class WebhookAuthorizer implements Authorizer {
     return result;
   }
 
-  private failed(reason: string): AuthorizationResult {
-    return this.options.failurePolicy === 'Deny'
-      ? { decision: 'deny', reason }
-      : { decision: 'noOpinion', reason: '' };
+  /** The failure policy's decision, with the error (so the request is a 500 unless another mode allows it). */
+  private failed(error: string): AuthorizationResult {
+    return { decision: this.options.failurePolicy === 'Deny' ? 'deny' : 'noOpinion', reason: '', error };
   }
 
   private async ask(spec: Record_): Promise<AuthorizationResult> {

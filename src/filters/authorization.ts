@@ -61,11 +61,12 @@ export function withAuthorization(next: Handler, authorizer: Authorizer): Handle
   return async (ctx) => {
     const user = ctx.user ?? anonymousUser;
     const attributes = requestAttributes(ctx, user);
-    const { decision, reason } = await authorizer.authorize(attributes);
+    const { decision, reason, error } = await authorizer.authorize(attributes);
     if (decision === 'allow') {
       await next(ctx);
       return;
     }
+    if (error !== undefined) throw errors.internal(error);
     throw forbiddenError(attributes, reason);
   };
 }

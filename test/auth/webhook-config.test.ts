@@ -198,11 +198,24 @@ describe('webhook authorizer', () => {
     assert.match(server.stderr(), /removing a RBAC authorizer is not allowed at run time/);
   });
 
-  test('failurePolicy Deny: an unreachable webhook denies', async () => {
+  test('failurePolicy Deny: an unreachable webhook denies with an error: 500, and evaluationError in a review', async () => {
     await webhook.close();
+    // kube-apiserver answers a request that no authorizer allowed and whose authorizer failed with 500.
     const r = await as('bob-token', 'GET', '/api/v1/namespaces/default/pods');
-    assert.equal(r.status, 403);
-    assert.match(r.body.message, /: error contacting webhook "policy.example.com"/);
+    assert.equal(r.status, 500);
+    assert.equal(r.body.reason, 'InternalError');
+    assert.match(r.body.message, /^Internal error occurred: error contacting webhook "policy.example.com"/);
+    const review = await server.request('POST', '/apis/authorization.svc.io/v1/subjectaccessreviews', {
+      body: {
+        apiVersion: 'authorization.svc.io/v1',
+        kind: 'SubjectAccessReview',
+        spec: { user: 'bob', resourceAttributes: { verb: 'list', resource: 'pods', namespace: 'default' } },
+      },
+    });
+    assert.equal(review.status, 201);
+    assert.equal(review.body.status.allowed, false);
+    assert.equal(review.body.status.denied, true);
+    assert.match(review.body.status.evaluationError, /error contacting webhook "policy.example.com"/);
   });
 });
 
