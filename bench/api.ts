@@ -5,12 +5,18 @@
 // update, merge patch, watch delivery latency, fan-out to many watchers, and each patch type and server-side
 // apply on a Pod-sized object (bench/api-patch.ts). Every loop is bounded in count and in time. Add a row by
 // adding a phase to `phases` and a row to `rowsOf`.
-import { connect, type ClientHttp2Session } from 'node:http2';
 import type { BenchArgs } from './main.js';
 import { patchBase, patchKinds, patchObjects, podSized } from './api-patch.js';
 import { authenticationRows } from './authn.js';
-import { startApiTarget, type ApiTarget, type Credentials } from './api-targets.js';
-import { seededRandom } from './clusters.js';
+import {
+  expectStatus,
+  runOnTargets,
+  sleep,
+  transportDescription,
+  type Driver,
+  type Loads,
+  type Measured,
+} from './api-client.js';
 import {
   defaultOut,
   etcdVersion,
@@ -23,78 +29,9 @@ import {
   table,
   type BenchRow,
   type LatencySummary,
-  type LoadResult,
   type Target,
 } from './measure.js';
 import { writeReports } from './report.js';
-
-interface Client {
-  request(
-    method: string,
-    path: string,
-    body?: unknown,
-    contentType?: string,
-  ): Promise<{ status: number; text: string }>;
-  /** A watch stream; `onStatus` hears the response status (a watch the server refuses is not 200). */
-  stream(path: string, onLine: (line: string) => void, onStatus?: (status: number) => void): () => void;
-  close(): void;
-}
-
-/** Longest a single request may take before it counts as failed. */
-const requestTimeoutMs = 30_000;
-
-function client(url: string, creds: Credentials): Client {
-  const session: ClientHttp2Session = connect(url, creds);
-  session.on('error', () => {});
-  return {
-    request: (method, path, body, contentType = 'application/json') =>
-      new Promise((resolve, reject) => {
-        const data = body === undefined ? undefined : JSON.stringify(body);
-        const stream = session.request({
-          ':method': method,
-          ':path': path,
-          ...(data === undefined ? {} : { 'content-type': contentType }),
-        });
-        let status = 0;
-        let text = '';
-        stream.setTimeout(requestTimeoutMs, () => stream.close());
-        stream.on('response', (h) => (status = Number(h[':status'])));
-        stream.setEncoding('utf8');
-        stream.on('data', (c: string) => (text += c));
-        stream.on('end', () => resolve({ status, text }));
-        stream.on('close', () => resolve({ status, text }));
-        stream.on('error', reject);
-        stream.end(data);
-      }),
-    stream: (path, onLine, onStatus) => {
-      const stream = session.request({ ':path': path });
-      stream.on('response', (h) => onStatus?.(Number(h[':status'])));
-      let buffer = '';
-      stream.setEncoding('utf8');
-      stream.on('data', (c: string) => {
-        buffer += c;
-        let nl: number;
-        while ((nl = buffer.indexOf('\n')) >= 0) {
-          onLine(buffer.slice(0, nl));
-          buffer = buffer.slice(nl + 1);
-        }
-      });
-      stream.on('error', () => {});
-      return () => stream.close();
-    },
-    close: () => session.close(),
-  };
-}
-
-async function expectStatus(
-  pending: Promise<{ status: number; text: string }>,
-  status: number,
-  what: string,
-): Promise<string> {
-  const r = await pending;
-  if (r.status !== status) throw new Error(`${what}: ${r.status} ${r.text.slice(0, 200)}`);
-  return r.text;
-}
 
 interface ApiConfig {
   readonly durationMs: number;
@@ -109,23 +46,12 @@ interface ApiConfig {
   readonly seed: number;
 }
 
-/** One target under measurement: its processes, HTTP/2 sessions and a seeded choice of objects. */
-interface Driver {
-  readonly target: ApiTarget;
-  readonly clients: readonly Client[];
-  pick(i: number): Client;
-  readonly random: () => number;
-}
-
-type Measured = LoadResult | LatencySummary;
 interface Phase {
   readonly name: string;
   run(driver: Driver, config: ApiConfig): Promise<Measured>;
 }
 
 const base = '/api/v1/namespaces/default/configmaps';
-const sessionsPerTarget = 8;
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 const configMap = (name: string, config: ApiConfig, extra: Record<string, string> = {}): unknown => ({
   metadata: { name, labels: { bench: 'api' } },
@@ -344,8 +270,6 @@ function phases(config: ApiConfig): Phase[] {
   ];
 }
 
-type Loads = Record<string, Partial<Record<Target, Measured>>>;
-
 function rowsOf(config: ApiConfig, loads: Loads, targets: readonly Target[]): BenchRow[] {
   const names = phases(config).map((p) => p.name);
   const figure = (phase: number, t: Target, f: (m: Measured) => number): number => {
@@ -401,28 +325,6 @@ function rowsOf(config: ApiConfig, loads: Loads, targets: readonly Target[]): Be
   ];
 }
 
-const describe = (m: Measured): string =>
-  'opsPerSecond' in m
-    ? `${m.opsPerSecond.toFixed(0)} ops/s, p50 ${m.latency.p50.toFixed(2)} ms, p99 ${m.latency.p99.toFixed(2)} ms` +
-      (m.errors > 0 ? `, ${m.errors} FAILED (${m.firstError})` : '')
-    : `${m.count} samples, p50 ${m.p50.toFixed(2)} ms, p99 ${m.p99.toFixed(2)} ms`;
-
-async function waitReady(driver: Driver): Promise<void> {
-  for (let attempt = 0; attempt < 300; attempt++) {
-    const ready = await driver
-      .pick(0)
-      .request('GET', '/readyz')
-      .catch(() => ({ status: 0, text: '' }));
-    const ns = await driver
-      .pick(0)
-      .request('GET', '/api/v1/namespaces/default')
-      .catch(() => ({ status: 0, text: '' }));
-    if (ready.status === 200 && ns.status === 200) return;
-    await sleep(100);
-  }
-  throw new Error(`${driver.target.target}: the API server did not become ready`);
-}
-
 export async function runApiBench(args: BenchArgs): Promise<void> {
   const quick = args.quick;
   const config: ApiConfig = {
@@ -447,48 +349,12 @@ export async function runApiBench(args: BenchArgs): Promise<void> {
       )
       .join(' and ')}; ${config.objects} objects, ${config.concurrency} concurrent, seed ${args.seed}`,
   );
-  const drivers: Driver[] = [];
-  const loads: Loads = {};
-  const failures: Record<string, Partial<Record<Target, string>>> = {};
-  try {
-    for (const [index, target] of args.targets.entries()) {
-      const api = await startApiTarget(target, config.nodes, log);
-      const clients = Array.from({ length: sessionsPerTarget }, () => client(api.url, api.credentials));
-      const driver: Driver = {
-        target: api,
-        clients,
-        pick: (i) => clients[i % clients.length]!,
-        random: seededRandom(args.seed + index),
-      };
-      drivers.push(driver);
-      await waitReady(driver);
-      log(`  ${target}: ${api.description}, ready at ${api.url}`);
-    }
-    const all = phases(config);
-    for (const [index, phase] of all.entries()) {
-      const order = index % 2 === 0 ? drivers : [...drivers].reverse();
-      const figures: Partial<Record<Target, Measured>> = {};
-      for (const driver of order) {
-        const t = driver.target.target;
-        try {
-          const measured = await phase.run(driver, config);
-          figures[t] = measured;
-          log(`  [${index + 1}/${all.length}] ${t} ${phase.name}: ${describe(measured)}`);
-        } catch (error) {
-          // One phase failing on one target leaves its rows empty ('-'); the others still run.
-          const message = error instanceof Error ? error.message : String(error);
-          (failures[phase.name] ??= {})[t] = message;
-          log(`  [${index + 1}/${all.length}] ${t} ${phase.name}: FAILED: ${message}`);
-        }
-      }
-      loads[phase.name] = figures;
-    }
-  } finally {
-    for (const driver of drivers) {
-      for (const c of driver.clients) c.close();
-      await driver.target.stop();
-    }
-  }
+  const { loads, failures } = await runOnTargets(
+    args.targets,
+    config.nodes,
+    args.seed,
+    phases(config).map((phase) => ({ name: phase.name, run: (driver) => phase.run(driver, config) })),
+  );
 
   // Authentication cost per request, per method: measured in this process on Stoa's own authenticators (etcd has
   // no counterpart, so those rows show '-' for it).
@@ -515,7 +381,7 @@ export async function runApiBench(args: BenchArgs): Promise<void> {
       watchers: config.watchers,
       watchSamples: config.watchSamples,
       fanoutSamples: config.fanoutSamples,
-      transport: `HTTPS, HTTP/2, ${sessionsPerTarget} sessions per target, admin client certificate; all requests to the first node`,
+      transport: transportDescription,
       order: 'each phase runs on both targets back to back, alternating which goes first',
     },
     rows,

@@ -1,6 +1,6 @@
 // The cluster a chaos run breaks: real `stoa serve` processes started by the cluster harness. With --net proxy
 // each dials its peers through the fault-proxy mesh (--experimental-peer-dial-urls), so that network faults are
-// proxy settings; with --net netns each runs in its own network namespace and faults are routes and tc
+// proxy settings; with --net netns each runs in its own network namespace and faults are routes, nftables and tc
 // (chaos/netns.ts). Process faults are signals. The run owns every process, proxy and namespace here and
 // `close()` ends them all.
 
@@ -48,8 +48,8 @@ export interface ChaosClusterOptions {
   readonly log: (line: string) => void;
   /** How peer links are faulted (default proxy). */
   readonly net?: NetMode;
-  /** The run injects loss or delay (netns: the kernel must have netem). */
-  readonly needNetem?: boolean;
+  /** The loss and delay faults the run injects (netns: each must be possible here, see chaos/netns.ts). */
+  readonly linkFaults?: readonly ('loss' | 'delay')[];
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -86,7 +86,7 @@ export class ChaosCluster {
     );
     let cluster: ChaosCluster;
     if (options.net === 'netns') {
-      const netns = NetnsNetwork.create(ids, { needNetem: options.needNetem ?? false });
+      const netns = NetnsNetwork.create(ids, { faults: options.linkFaults ?? [] });
       const nodes = layout({ nodes: options.nodes, basePort, dataDir: options.dataDir, hosts: netns.hosts });
       cluster = new ChaosCluster(options, basePort, nodes, ids, netns, undefined, netns);
     } else {

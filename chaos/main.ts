@@ -20,7 +20,8 @@ const usage = `usage: npm run chaos -- [flags]
   --out DIR              write report.md, report.json and history.jsonl there
   --keep-data            also copy every node's data directory and log into --out
   --net proxy|netns      peer faults through TCP proxies (default), or with root: nodes in network
-                         namespaces on a private bridge, cuts as blackhole routes, loss/delay by tc netem
+                         namespaces on a private bridge, cuts as blackhole routes, loss by nftables,
+                         delay by tc netem (when the kernel has it)
 `;
 
 class UsageError extends Error {}

@@ -4,10 +4,13 @@
 // - a cut link A->B is a blackhole route to B inside A's namespace (`ip route`; no iptables): A's packets to B
 //   are dropped. At the IP level a one-way cut stalls TCP both ways (B's data reaches A, A's ACKs do not), as
 //   a one-way drop rule does on a real network;
-// - loss and delay are `tc qdisc ... netem` on each node's interface (every packet the node sends, its API
-//   replies included), when the kernel has sch_netem; a run that asks for them on a kernel without it fails
-//   before it starts, with the reason.
-// Needs root. Every namespace, link and route made here is removed by close(), also when setup fails; a run
+// - loss is an nftables rule in each node's namespace that drops, at random (`numgen random`), that share of the
+//   packets the node sends to its peers (the API's traffic to the runner is left alone, as with proxies); it
+//   needs the `nft` binary (Debian's nftables) and the kernel's nf_tables with numgen, nothing from tc;
+// - delay is `tc qdisc ... netem` on each node's interface (every packet the node sends, its API replies
+//   included) when the kernel has sch_netem. The kernel offers no other way to hold packets back, so on a kernel
+//   without it a run that asks for delay fails before it starts, with the reason (see docs/chaos.md).
+// Needs root. Every namespace, link, route and rule made here is removed by close(), also when setup fails; a run
 // killed before close() leaves names with its PID in them, removed by the next run once that PID is gone.
 import { execFileSync } from 'node:child_process';
 import type { NodeId } from '../src/util/brand.js';
@@ -99,24 +102,86 @@ function freeSubnet(): number {
   throw new Error('--net netns: no free /24 in 10.213.0.0/16');
 }
 
-/** Whether this kernel has tc's netem qdisc (tried in a scratch namespace). */
-function netemAvailable(): boolean {
+/** The nftables table that holds a namespace's loss rule. */
+const lossTable = 'stoa_chaos_loss';
+
+/** Runs `nft -f -` with `script` inside namespace `ns`. */
+function nft(ns: string, script: string): void {
+  execFileSync('ip', ['netns', 'exec', ns, 'nft', '-f', '-'], {
+    input: script,
+    stdio: ['pipe', 'ignore', 'pipe'],
+  });
+}
+
+/** A rule set dropping `probability` of the packets sent to `peers` (numgen: a fresh random number per packet). */
+export function lossRules(peers: readonly string[], probability: number): string {
+  assert(probability >= 0 && probability <= 1, `loss probability ${probability}`);
+  const dropBelow = Math.round(probability * 10_000);
+  return `table inet ${lossTable} {
+  chain output {
+    type filter hook output priority 0; policy accept;
+    ip daddr { ${peers.join(', ')} } numgen random mod 10000 < ${dropBelow} drop
+  }
+}
+`;
+}
+
+/** What this kernel and machine can inject (tried in a scratch namespace): netem delay, nftables loss. */
+export interface NetnsCapabilities {
+  /** tc's netem qdisc (sch_netem): delay. */
+  readonly netem: boolean;
+  /** The `nft` binary and nf_tables with numgen: loss. */
+  readonly nftLoss: boolean;
+}
+
+function probeCapabilities(): NetnsCapabilities {
   const scratch = `${namePrefix}${process.pid}-probe`;
+  const works = (run: () => unknown): boolean => {
+    try {
+      run();
+      return true;
+    } catch {
+      return false;
+    }
+  };
   try {
     ip(['netns', 'add', scratch]);
     ip(['-n', scratch, 'link', 'set', 'lo', 'up']);
-    execFileSync(
-      'ip',
-      ['netns', 'exec', scratch, 'tc', 'qdisc', 'add', 'dev', 'lo', 'root', 'netem', 'delay', '1ms'],
-      {
-        stdio: 'ignore',
-      },
-    );
-    return true;
+    return {
+      netem: works(() =>
+        execFileSync(
+          'ip',
+          ['netns', 'exec', scratch, 'tc', 'qdisc', 'add', 'dev', 'lo', 'root', 'netem', 'delay', '1ms'],
+          { stdio: 'ignore' },
+        ),
+      ),
+      nftLoss: works(() => nft(scratch, lossRules(['127.0.0.2'], 0.5))),
+    };
   } catch {
-    return false;
+    return { netem: false, nftLoss: false };
   } finally {
     quietly(() => ip(['netns', 'del', scratch]));
+  }
+}
+
+/** Why a netns run cannot inject `loss` or `delay` here, or undefined if it can. */
+export function faultUnavailable(
+  kind: 'loss' | 'delay',
+  capabilities: NetnsCapabilities,
+): string | undefined {
+  switch (kind) {
+    case 'loss':
+      return capabilities.nftLoss
+        ? undefined
+        : "--net netns: loss needs nftables (the `nft` binary: apt-get install nftables; and the kernel's nf_tables " +
+            'with numgen); install it, drop loss from --faults, or use --net proxy';
+    case 'delay':
+      return capabilities.netem
+        ? undefined
+        : '--net netns: this kernel has no tc netem (sch_netem), and nothing else in the kernel holds packets back, ' +
+            'so delay cannot be injected in netns mode (loss can: nftables); drop delay from --faults, or use --net proxy';
+    default:
+      return unreachable(kind);
   }
 }
 
@@ -124,6 +189,7 @@ export class NetnsNetwork implements PeerNetwork {
   /** Cut directed links, as "from->to" of node indices. */
   private readonly cut = new Set<string>();
   private netemOn = false;
+  private lossOn = false;
   private closed = false;
 
   private constructor(
@@ -134,31 +200,32 @@ export class NetnsNetwork implements PeerNetwork {
     readonly gateway: string,
     private readonly namespaces: readonly string[],
     private readonly bridge: string,
-    /** Whether loss and delay can be injected (sch_netem). */
-    readonly netem: boolean,
+    /** What can be injected here: delay (netem), loss (nftables). */
+    readonly capabilities: NetnsCapabilities,
   ) {}
 
   /**
-   * Creates the bridge and one namespace per node. With `needNetem`, fails unless the kernel has netem.
-   * On any failure, removes whatever it created.
+   * Creates the bridge and one namespace per node. Fails, with the reason, unless every kind in `faults` can be
+   * injected here (loss: nftables; delay: netem). On any failure, removes whatever it created.
    */
-  static create(ids: readonly NodeId[], options: { readonly needNetem: boolean }): NetnsNetwork {
+  static create(
+    ids: readonly NodeId[],
+    options: { readonly faults: readonly ('loss' | 'delay')[] },
+  ): NetnsNetwork {
     const unavailable = netnsUnavailable();
     if (unavailable !== undefined) throw new Error(unavailable);
     removeStale();
-    const netem = netemAvailable();
-    if (options.needNetem && !netem) {
-      throw new Error(
-        '--net netns: this kernel has no tc netem (sch_netem), so loss and delay cannot be injected; ' +
-          'run with --faults kill,pause,partition, or use --net proxy',
-      );
+    const capabilities = probeCapabilities();
+    for (const kind of options.faults) {
+      const reason = faultUnavailable(kind, capabilities);
+      if (reason !== undefined) throw new Error(reason);
     }
     const x = freeSubnet();
     const bridge = `${bridgePrefix}${process.pid}`;
     const gateway = `10.213.${x}.254`;
     const hosts = ids.map((_, i) => `10.213.${x}.${i + 1}`);
     const namespaces = ids.map((_, i) => `${namePrefix}${process.pid}-${i}`);
-    const network = new NetnsNetwork(ids, hosts, gateway, namespaces, bridge, netem);
+    const network = new NetnsNetwork(ids, hosts, gateway, namespaces, bridge, capabilities);
     try {
       ip(['link', 'add', bridge, 'type', 'bridge']);
       ip(['addr', 'add', `${gateway}/24`, 'dev', bridge]);
@@ -249,10 +316,13 @@ export class NetnsNetwork implements PeerNetwork {
       case 'partition':
         for (const from of this.ids)
           for (const to of this.ids) if (from !== to) this.setFault(from, to, fault);
-        if (fault.kind === 'pass') this.netemOff();
+        if (fault.kind === 'pass') {
+          this.netemOff();
+          this.lossOff();
+        }
         return;
       case 'loss':
-        this.netemAll(['loss', `${(fault.probability * 100).toFixed(2)}%`]);
+        this.lossAll(fault.probability);
         return;
       case 'delay':
         this.netemAll(['delay', `${fault.delayMs}ms`, `${fault.jitterMs}ms`]);
@@ -266,8 +336,34 @@ export class NetnsNetwork implements PeerNetwork {
     this.setFaultAll({ kind: 'pass' });
   }
 
+  /** In every namespace, drops `probability` of the packets sent to the other nodes (replaces an earlier rate). */
+  private lossAll(probability: number): void {
+    const reason = faultUnavailable('loss', this.capabilities);
+    if (reason !== undefined) throw new Error(reason);
+    for (const [i, ns] of this.namespaces.entries()) {
+      const peers = this.hosts.filter((_, j) => j !== i);
+      // Deleting and adding the table in one nft transaction: never a moment with two rules or none.
+      nft(ns, `${this.lossOn ? `delete table inet ${lossTable}\n` : ''}${lossRules(peers, probability)}`);
+    }
+    this.lossOn = true;
+  }
+
+  private lossOff(): void {
+    if (!this.lossOn) return;
+    for (const ns of this.namespaces) quietly(() => nft(ns, `delete table inet ${lossTable}\n`));
+    this.lossOn = false;
+  }
+
+  /** The nftables rule sets of node `index`'s namespace, as `nft list ruleset` prints them (for tests). */
+  ruleset(index: number): string {
+    const ns = this.namespaces[index];
+    assert(ns !== undefined, `no node ${index}`);
+    return execFileSync('ip', ['netns', 'exec', ns, 'nft', 'list', 'ruleset'], { encoding: 'utf8' });
+  }
+
   private netemAll(parameters: readonly string[]): void {
-    if (!this.netem) throw new Error('--net netns: this kernel has no tc netem');
+    const reason = faultUnavailable('delay', this.capabilities);
+    if (reason !== undefined) throw new Error(reason);
     for (const ns of this.namespaces) {
       execFileSync(
         'ip',

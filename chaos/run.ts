@@ -43,7 +43,7 @@ export interface ChaosOptions {
   readonly clients: number;
   readonly keys: number;
   readonly watchers: number;
-  /** Peer faults through TCP proxies (default) or network namespaces with routes and tc netem (root). */
+  /** Peer faults through TCP proxies (default) or network namespaces with routes, nftables and tc netem (root). */
   readonly net?: NetMode;
   /** Time the linearizability search may take (over all objects). */
   readonly checkBudgetMs: number;
@@ -199,7 +199,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       extraServeFlags: ['--watch-cache-size=50', '--storage-retention=30s', '--v=warn'],
       log,
       net: options.net ?? 'proxy',
-      needNetem: options.faults.includes('loss') || options.faults.includes('delay'),
+      linkFaults: options.faults.filter((kind) => kind === 'loss' || kind === 'delay'),
     });
     const c = cluster;
     await waitForLeader(c, 30_000);

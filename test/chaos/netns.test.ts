@@ -1,16 +1,30 @@
 // Proves `--net netns`: without root it refuses with the reason; as root (CI is) a 3-node cluster runs in network
 // namespaces on a private bridge, a blackhole route cuts exactly the link it names (A->B cut, C->B still passes),
-// isolating the leader makes the other two elect a new one and healing lets the old one rejoin, and every
-// namespace, link and bridge is gone after close. Skipped where there is no root or no iproute2.
+// isolating the leader makes the other two elect a new one and healing lets the old one rejoin, nftables loss
+// really drops packets between namespaces (UDP counts fall, a TCP transfer completes with retransmissions) and is
+// gone after heal, a short chaos run with loss passes its checks, delay is refused with the reason on a kernel
+// without netem, and every namespace, link and bridge is gone after close. Skipped where there is no root, no
+// iproute2 or (the loss tests) no nft.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { ChaosCluster } from '../../chaos/cluster.js';
-import { NetnsNetwork, netnsUnavailable } from '../../chaos/netns.js';
+import { faultUnavailable, NetnsNetwork, netnsUnavailable } from '../../chaos/netns.js';
+import { runChaos } from '../../chaos/run.js';
+import { terminalSummary } from '../../chaos/report.js';
 import { nodeIdFromName } from '../../src/replica/ids.js';
 import { tempDir } from '../support/tmp.js';
 
 const unavailable = netnsUnavailable();
+const nftMissing = ((): string | undefined => {
+  if (unavailable !== undefined) return unavailable;
+  try {
+    execFileSync('nft', ['--version'], { stdio: 'ignore' });
+    return undefined;
+  } catch {
+    return 'no nft (apt-get install nftables)';
+  }
+})();
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 function leftovers(names: { namespaces: readonly string[]; bridge: string }): string[] {
@@ -41,7 +55,7 @@ test('without root, --net netns refuses with the reason', () => {
 
 test('links are cut one at a time by routes; close removes everything', { skip: unavailable }, async (t) => {
   const ids = ['node-1', 'node-2', 'node-3'].map(nodeIdFromName);
-  const network = NetnsNetwork.create(ids, { needNetem: false });
+  const network = NetnsNetwork.create(ids, { faults: [] });
   t.after(() => network.close());
   const names = network.names;
   assert.deepEqual(
@@ -133,5 +147,157 @@ test(
     }
     assert.ok(rejoined, 'the isolated leader rejoined as a follower');
     await cluster.close();
+  },
+);
+
+/** Runs a Node.js script in node `index`'s namespace; `onLine` hears its stdout lines; resolves with all of it. */
+function inNamespace(
+  network: NetnsNetwork,
+  index: number,
+  script: string,
+  onLine: (line: string) => void = () => undefined,
+): Promise<string> {
+  const prefix = network.launchPrefix(index);
+  const child = spawn(prefix[0]!, [...prefix.slice(1), process.execPath, '-e', script], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (chunk: string) => {
+    out += chunk;
+    for (const line of chunk.split('\n')) if (line !== '') onLine(line);
+  });
+  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      if (code === 0) resolve(out);
+      else reject(new Error(`script in namespace ${index} exited with ${code}: ${out}`));
+    });
+  });
+}
+
+/** Datagrams node 1 receives of `count` that node 0 sends it (paced, 50 per 5 ms). */
+async function udpDelivered(network: NetnsNetwork, port: number, count: number): Promise<number> {
+  const host = network.hosts[1]!;
+  let up: () => void = () => undefined;
+  const listening = new Promise<void>((resolve) => (up = resolve));
+  const receiver = inNamespace(
+    network,
+    1,
+    `const d=require('dgram').createSocket('udp4');let n=0;d.on('message',()=>n++);` +
+      `d.bind(${port},'${host}',()=>{console.log('up');setTimeout(()=>{console.log('n='+n);process.exit(0)},${count * 0.1 + 1500})})`,
+    (line) => line === 'up' && up(),
+  );
+  await listening;
+  await inNamespace(
+    network,
+    0,
+    `const d=require('dgram').createSocket('udp4');let i=0;const t=setInterval(()=>{` +
+      `for(let k=0;k<50&&i<${count};k++,i++)d.send('x',${port},'${host}');` +
+      `if(i>=${count}){clearInterval(t);setTimeout(()=>process.exit(0),200)}},5)`,
+  );
+  const m = /n=(\d+)/.exec(await receiver);
+  assert.ok(m !== null);
+  return Number(m[1]);
+}
+
+function tcpRetransmitted(network: NetnsNetwork, index: number): number {
+  const snmp = execFileSync('ip', [...network.launchPrefix(index).slice(1), 'cat', '/proc/net/snmp'], {
+    encoding: 'utf8',
+  });
+  const [names, values] = snmp.split('\n').filter((line) => line.startsWith('Tcp:'));
+  const column = names!.split(' ').indexOf('RetransSegs');
+  return Number(values!.split(' ')[column]);
+}
+
+test(
+  'loss drops packets between namespaces at random; heal removes the rule',
+  { skip: nftMissing, timeout: 90_000 },
+  async (t) => {
+    const ids = ['node-1', 'node-2', 'node-3'].map(nodeIdFromName);
+    const network = NetnsNetwork.create(ids, { faults: ['loss'] });
+    t.after(() => network.close());
+    const names = network.names;
+    const port = 18_000 + (process.pid % 1000);
+
+    assert.ok((await udpDelivered(network, port, 1000)) >= 980, 'no loss before the fault');
+    network.setFaultAll({ kind: 'loss', probability: 0.3 });
+    assert.match(network.ruleset(0), /numgen random mod 10000 < 3000 drop/);
+    assert.doesNotMatch(
+      network.ruleset(0),
+      new RegExp(network.hosts[0]!.replace(/\./g, '\\.') + '[,}]'),
+      'not to itself',
+    );
+    const delivered = await udpDelivered(network, port, 1000);
+    assert.ok(
+      delivered > 500 && delivered < 850,
+      `about 70 % of 1000 datagrams arrive under 30 % loss: ${delivered}`,
+    );
+
+    // A TCP transfer of 64 KiB still completes, by retransmitting.
+    const retransmittedBefore = tcpRetransmitted(network, 0);
+    const host = network.hosts[1]!;
+    let up: () => void = () => undefined;
+    const listening = new Promise<void>((resolve) => (up = resolve));
+    const sink = inNamespace(
+      network,
+      1,
+      `let n=0;const s=require('net').createServer((c)=>c.on('data',(b)=>{n+=b.length;if(n>=65536){console.log('got '+n);process.exit(0)}}));` +
+        `s.listen(${port},'${host}',()=>console.log('up'))`,
+      (line) => line === 'up' && up(),
+    );
+    await listening;
+    await inNamespace(
+      network,
+      0,
+      `const c=require('net').connect(${port},'${host}',()=>c.end(Buffer.alloc(65536,1)));c.on('close',()=>process.exit(0))`,
+    );
+    assert.match(await sink, /got 65536/);
+    assert.ok(tcpRetransmitted(network, 0) > retransmittedBefore, 'the sender retransmitted');
+
+    network.healAll();
+    assert.doesNotMatch(network.ruleset(0), /stoa_chaos_loss/, 'heal removes the rule');
+    assert.doesNotMatch(network.ruleset(2), /stoa_chaos_loss/);
+    assert.ok((await udpDelivered(network, port, 1000)) >= 980, 'no loss after heal');
+    await network.close();
+    assert.deepEqual(leftovers(names), []);
+  },
+);
+
+test('delay without netem is refused with the reason; loss needs only nftables', () => {
+  assert.match(
+    faultUnavailable('delay', { netem: false, nftLoss: true }) ?? '',
+    /no tc netem \(sch_netem\).*delay cannot be injected in netns mode.*--net proxy/,
+  );
+  assert.equal(faultUnavailable('delay', { netem: true, nftLoss: true }), undefined);
+  assert.equal(faultUnavailable('loss', { netem: false, nftLoss: true }), undefined);
+  assert.match(faultUnavailable('loss', { netem: true, nftLoss: false }) ?? '', /apt-get install nftables/);
+});
+
+test(
+  'a short --net netns chaos run with loss and partitions passes its checks',
+  { skip: nftMissing, timeout: 150_000 },
+  async () => {
+    const lines: string[] = [];
+    const report = await runChaos({
+      nodes: 3,
+      durationMs: 20_000,
+      faults: ['loss', 'partition'],
+      seed: 8,
+      clients: 4,
+      keys: 8,
+      watchers: 2,
+      checkBudgetMs: 20_000,
+      log: (line) => lines.push(line),
+      net: 'netns',
+    });
+    const summary = terminalSummary(report);
+    assert.equal(report.verdict, 'pass', summary);
+    const injected = new Set(report.timeline.filter((e) => e.event === 'start').map((e) => e.kind));
+    assert.ok(injected.has('loss'), `loss was injected: ${summary}`);
+    const acknowledged = Object.values(report.counts).reduce((sum, c) => sum + c.ok, 0);
+    assert.ok(acknowledged > 50, `the workload made progress (${acknowledged} acknowledged)`);
   },
 );
