@@ -5,6 +5,7 @@ import { runClusterBench } from './cluster.js';
 import { runStoreBench } from './store.js';
 import { runApiBench } from './api.js';
 import { runAuthzBench } from './authz.js';
+import { runLatencyBench } from './latency.js';
 import type { Target } from './measure.js';
 
 export interface BenchArgs {
@@ -41,6 +42,10 @@ const scenarios: Record<string, Scenario> = {
     run: runApiBench,
   },
   authz: { summary: 'RBAC decisions per second with 10 and 10,000 bindings, in process', run: runAuthzBench },
+  latency: {
+    summary: "one client's write on a 3-node Stoa cluster, traced stage by stage",
+    run: runLatencyBench,
+  },
 };
 
 const usageText = `usage: npm run bench -- SCENARIO [flags]

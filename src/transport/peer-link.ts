@@ -18,6 +18,7 @@ import {
   peerProtocolVersion,
 } from './framing.js';
 import type { Logger, TransportLimits } from './options.js';
+import { latencyTraceOn, traceStage } from './latency-trace.js';
 
 export interface PeerStats {
   readonly url: string;
@@ -375,6 +376,7 @@ export class PeerLink {
       this.messagesSent += count;
       this.framesSent += 1;
       this.bytesSent += frame.length;
+      if (latencyTraceOn) traceStage('link.write', frame.length);
       if (!this.socket.write(frame)) this.blocked = true;
     }
   }

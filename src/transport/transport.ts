@@ -32,6 +32,7 @@ import {
   type TransportLimits,
   type TransportOptions,
 } from './options.js';
+import { latencyTraceOn, traceStage } from './latency-trace.js';
 import { PeerLink, type PeerStats } from './peer-link.js';
 
 export interface TransportStats {
@@ -258,6 +259,7 @@ export class PeerTransport<M extends PeerMessage> {
     const decoder = new FrameDecoder(this.limits.frameBytesMax);
     socket.on('data', (chunk: Buffer) => {
       if (connection.closing) return;
+      if (latencyTraceOn) traceStage('link.data', chunk.length);
       const error = decoder.push(chunk, (payload) => {
         if (!connection.closing) this.onInboundFrame(connection, payload);
       });
