@@ -972,7 +972,8 @@ export class ReplicatedStore implements KVStore {
       (firstNew === undefined || lastCommitted.index < firstNew.index) &&
       ready.committedEntries.every((entry) => entry.type !== 'confChange');
     if (applyWhilePersisting) {
-      await Promise.all([persist(), this.applyEntries(ready.committedEntries)]);
+      // The apply starts first: its answers go out before this Ready's log write is even submitted.
+      await Promise.all([this.applyEntries(ready.committedEntries), persist()]);
     } else {
       await persist();
       if (ready.snapshot !== undefined) await this.restoreSnapshot(ready.snapshot);
