@@ -21,13 +21,16 @@ interface Step {
   readonly place: Place;
   readonly stage: string;
   readonly label: string;
+  /** A stage off the critical path: timed from the step at this position of the path, which goes on without it. */
+  readonly beside?: number;
 }
 
 const pauseMs = 15;
 const writesMax = 2000;
 const valueBytes = 256;
 
-const step = (place: Place, stage: string, label: string): Step => ({ place, stage, label });
+const step = (place: Place, stage: string, label: string, beside?: number): Step =>
+  beside === undefined ? { place, stage, label } : { place, stage, label, beside };
 
 /** The path of a write sent to the leader. */
 const leaderPath: readonly Step[] = [
@@ -36,6 +39,7 @@ const leaderPath: readonly Step[] = [
   step('leader', 'ready.entries', 'leader: Ready with the entry'),
   step('leader', 'send.MsgApp', 'leader: MsgApp handed to the transport'),
   step('leader', 'link.write', 'leader: MsgApp frame written to the TLS socket'),
+  step('leader', 'persisted', '(beside) leader: its own append fsynced, since the Ready', 2),
   step('follower', 'link.data', 'follower: bytes received'),
   step('follower', 'recv.MsgApp', 'follower: MsgApp stepped'),
   step('follower', 'ready.entries', 'follower: Ready with the entry'),
@@ -62,6 +66,7 @@ const forwardedPath: readonly Step[] = [
   step('leader', 'ready.entries', 'leader: Ready with the entry'),
   step('leader', 'send.MsgApp', 'leader: MsgApp handed to the transport'),
   step('leader', 'link.write', 'leader: MsgApp frame written'),
+  step('leader', 'persisted', '(beside) leader: its own append fsynced, since the Ready', 6),
   step('follower', 'link.data', 'follower: bytes received'),
   step('follower', 'recv.MsgApp', 'follower: MsgApp stepped'),
   step('follower', 'ready.entries', 'follower: Ready with the entry'),
@@ -113,6 +118,14 @@ function firstAt(events: readonly Event[], stage: string, fromMs: number, toMs: 
   return undefined;
 }
 
+interface StageTable {
+  readonly rows: StageRow[];
+  /** Writes whose every stage was found in the traces. */
+  readonly complete: number;
+  /** Writes whose commit waited for the leader's own fsync (it ended after the first follower's ack). */
+  readonly ownFsyncLast: number;
+}
+
 interface StageRow {
   readonly label: string;
   readonly deltaP50: number;
@@ -126,29 +139,37 @@ function stageTable(
   writes: readonly Write[],
   path: readonly Step[],
   places: Record<Place, readonly (readonly Event[])[]>,
-): { rows: StageRow[]; complete: number } {
+): StageTable {
   const deltas: number[][] = path.map(() => []);
   const sinceSent: number[][] = path.map(() => []);
   const lastDelta: number[] = [];
   let complete = 0;
+  let ownFsyncLast = 0;
   for (const write of writes) {
     let previousMs = write.sentMs;
     const times: number[] = [];
     for (const s of path) {
+      const fromMs = s.beside === undefined ? previousMs : times[s.beside]!;
       const candidates = places[s.place]
-        .map((events) => firstAt(events, s.stage, previousMs, write.receivedMs))
+        .map((events) => firstAt(events, s.stage, fromMs, write.receivedMs))
         .filter((t): t is number => t !== undefined);
       if (candidates.length === 0) break;
-      previousMs = Math.min(...candidates);
-      times.push(previousMs);
+      const t = Math.min(...candidates);
+      times.push(t);
+      if (s.beside === undefined) previousMs = t;
     }
     if (times.length !== path.length) continue;
     complete++;
+    const ownFsync = path.findIndex((s) => s.beside !== undefined && s.stage === 'persisted');
+    const ack = path.findIndex((s) => s.place === 'leader' && s.stage === 'recv.MsgAppResp');
+    if (ownFsync >= 0 && ack >= 0 && times[ownFsync]! > times[ack]!) ownFsyncLast++;
     let before = write.sentMs;
     times.forEach((t, i) => {
-      deltas[i]!.push(t - before);
+      const s = path[i]!;
+      const fromMs = s.beside === undefined ? before : times[s.beside]!;
+      deltas[i]!.push(t - fromMs);
       sinceSent[i]!.push(t - write.sentMs);
-      before = t;
+      if (s.beside === undefined) before = t;
     });
     lastDelta.push(write.receivedMs - before);
   }
@@ -172,18 +193,15 @@ function stageTable(
     sinceSentP50: p(total, 50),
     seen: lastDelta.length,
   });
-  return { rows, complete };
+  return { rows, complete, ownFsyncLast };
 }
 
-function printTable(
-  title: string,
-  writes: readonly Write[],
-  table: { rows: StageRow[]; complete: number },
-): void {
+function printTable(title: string, writes: readonly Write[], table: StageTable): void {
   const total = writes.map((w) => w.receivedMs - w.sentMs).sort((a, b) => a - b);
   process.stdout.write(
     `\n${title}: ${writes.length} writes, ${table.complete} with every stage traced; ` +
-      `round trip p50 ${percentile(total, 50).toFixed(2)} ms, p99 ${percentile(total, 99).toFixed(2)} ms\n\n` +
+      `round trip p50 ${percentile(total, 50).toFixed(2)} ms, p99 ${percentile(total, 99).toFixed(2)} ms; ` +
+      `the leader's own fsync ended after the first follower's ack in ${table.ownFsyncLast}\n\n` +
       '| stage | since previous p50 (ms) | p99 (ms) | since sent p50 (ms) |\n| --- | ---: | ---: | ---: |\n',
   );
   for (const r of table.rows) {
