@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { ReplicatedStore, type ReplicaOptions } from '../src/replica/engine.js';
 import type { Watch, WatchResponse } from '../src/storage/contract.js';
 import { FrameDecoder } from '../src/transport/framing.js';
+import { latencyTraceOn, traceStage } from '../src/transport/latency-trace.js';
 import {
   CorkedWriter,
   decodePayload,
@@ -43,7 +44,10 @@ function serve(socket: Socket): void {
   const reply = (message: Reply): void => writer.send(message);
   const answer = (id: number, work: Promise<unknown>): void => {
     work.then(
-      (result) => reply([id, 0, result ?? null]),
+      (result) => {
+        if (latencyTraceOn) traceStage('kv.reply', id);
+        reply([id, 0, result ?? null]);
+      },
       (error: unknown) => reply([id, 1, toWireError(error)]),
     );
   };
@@ -55,6 +59,7 @@ function serve(socket: Socket): void {
         return;
       }
       case 'txn':
+        if (latencyTraceOn) traceStage('kv.txn', id);
         answer(id, store.txn(argument as never));
         return;
       case 'compact':

@@ -5,6 +5,7 @@ import { runClusterBench } from './cluster.js';
 import { runStoreBench } from './store.js';
 import { runApiBench } from './api.js';
 import { runAuthzBench } from './authz.js';
+import { runLatencyBench } from './latency.js';
 import type { Target } from './measure.js';
 
 export interface BenchArgs {
@@ -44,6 +45,10 @@ const scenarios: Record<string, Scenario> = {
     summary:
       'RBAC in process, and SubjectAccessReviews, impersonated GETs, binding-to-effect with 10 and 10,000 bindings on both targets',
     run: runAuthzBench,
+  },
+  latency: {
+    summary: "one client's write on a 3-node Stoa cluster, traced stage by stage",
+    run: runLatencyBench,
   },
 };
 

@@ -62,6 +62,7 @@ import {
   type StateType,
 } from '../raft/index.js';
 import { RaftLogStore, type LoadedLog } from '../raftlog/store.js';
+import { latencyTraceOn, setTraceProcessName, traceStage } from '../transport/latency-trace.js';
 import { PeerTransport } from '../transport/transport.js';
 import type { Logger, PeerTlsOptions } from '../transport/options.js';
 import { silentLogger } from '../transport/options.js';
@@ -303,8 +304,10 @@ export class ReplicatedStore implements KVStore {
       },
       logger: this.logger,
     });
+    if (latencyTraceOn) setTraceProcessName(options.name);
     transport.onMessage((message) => {
       if (this.closed || this.removed) return;
+      if (latencyTraceOn) traceMessage('recv', message);
       if (message.type === 'MsgSnapData' || message.type === 'MsgSnapDataResp') {
         if (!isStreamMessage(message)) return; // malformed: the sender times out and starts over
         if (message.type === 'MsgSnapData') this.snapshotReceiver.onChunk(message);
@@ -772,6 +775,7 @@ export class ReplicatedStore implements KVStore {
   }
 
   private submit(id: string, data: Uint8Array): void {
+    if (latencyTraceOn) traceStage('propose', 0);
     const error = this.raft.propose(data);
     if (error === null) {
       this.schedule();
@@ -909,6 +913,12 @@ export class ReplicatedStore implements KVStore {
   }
 
   private async handleReady(ready: Ready): Promise<void> {
+    if (latencyTraceOn) {
+      const lastNew = ready.entries.at(-1);
+      const lastCommitted = ready.committedEntries.at(-1);
+      if (lastNew !== undefined) traceStage('ready.entries', lastNew.index);
+      if (lastCommitted !== undefined) traceStage('ready.committed', lastCommitted.index);
+    }
     if (ready.softState !== undefined) {
       if (ready.softState.state !== this.role || ready.softState.lead !== this.leader) {
         this.logger.info(
@@ -946,6 +956,7 @@ export class ReplicatedStore implements KVStore {
         if (ready.snapshot !== undefined) this.storage.applySnapshot(ready.snapshot);
         if (ready.entries.length > 0) this.storage.append(ready.entries);
         if (ready.hardState !== undefined) this.storage.setHardState(ready.hardState);
+        if (latencyTraceOn) traceStage('persisted', ready.entries.at(-1)?.index ?? 0);
       }
       // Otherwise only now that they are durable may the messages that depend on them go out.
       if (!sendFirst && ready.messages.length > 0) this.send(ready.messages);
@@ -961,7 +972,8 @@ export class ReplicatedStore implements KVStore {
       (firstNew === undefined || lastCommitted.index < firstNew.index) &&
       ready.committedEntries.every((entry) => entry.type !== 'confChange');
     if (applyWhilePersisting) {
-      await Promise.all([persist(), this.applyEntries(ready.committedEntries)]);
+      // The apply starts first: its answers go out before this Ready's log write is even submitted.
+      await Promise.all([this.applyEntries(ready.committedEntries), persist()]);
     } else {
       await persist();
       if (ready.snapshot !== undefined) await this.restoreSnapshot(ready.snapshot);
@@ -978,10 +990,12 @@ export class ReplicatedStore implements KVStore {
         this.snapshotSender.offer(message.to, message.snapshotIndex);
       }
     }
+    if (latencyTraceOn) for (const message of messages) traceMessage('send', message);
     this.transport.send(messages);
   }
 
   private async applyEntries(entries: readonly Entry[]): Promise<void> {
+    if (latencyTraceOn) traceStage('apply.start', entries.at(-1)?.index ?? 0);
     const batch = this.mvcc.begin();
     const changes: RevisionChanges[] = [];
     const outcomes: { id: string; outcome: Outcome }[] = [];
@@ -1052,6 +1066,7 @@ export class ReplicatedStore implements KVStore {
     // proposers are answered and the changes published now, while the local write runs, as etcd answers once
     // an apply reached its backend's buffer: reads and watch catch-up wait for this write (`settledReads`), so
     // a reader told of a write sees it. The Ready loop still waits for it before the next Ready.
+    if (latencyTraceOn) traceStage('apply.computed', last.index);
     this.hub.publish(changes, toRevision(batch.revision));
     for (const { id, outcome } of outcomes) {
       const waiter = this.waiters.get(id);
@@ -1059,12 +1074,14 @@ export class ReplicatedStore implements KVStore {
       this.waiters.delete(id);
       clearTimeout(waiter.timer);
       waiter.resolve(outcome);
+      if (latencyTraceOn) traceStage('answer', last.index);
     }
     try {
       await write;
     } finally {
       if (this.applyWrite === write) this.applyWrite = undefined;
     }
+    if (latencyTraceOn) traceStage('apply.written', last.index);
     this.applied = last.index;
     for (const change of confChanges) {
       for (let i = this.confWaiters.length - 1; i >= 0; i--) {
@@ -1263,5 +1280,26 @@ export class ReplicatedStore implements KVStore {
     }
     this.failReads(failure);
     this.onFatal(error);
+  }
+}
+
+/** The latency trace's record of a Raft message that carries a write's progress (see latency-trace.ts). */
+function traceMessage(direction: 'send' | 'recv', message: Message | StreamMessage): void {
+  switch (message.type) {
+    case 'MsgApp': {
+      const last = message.entries.at(-1);
+      if (last !== undefined) traceStage(`${direction}.MsgApp`, last.index);
+      traceStage(`${direction}.commit`, message.commit);
+      return;
+    }
+    case 'MsgHeartbeat':
+      traceStage(`${direction}.commit`, message.commit);
+      return;
+    case 'MsgAppResp':
+    case 'MsgProp':
+      traceStage(`${direction}.${message.type}`, message.type === 'MsgAppResp' ? message.index : 0);
+      return;
+    default:
+      return;
   }
 }

@@ -18,6 +18,7 @@ import {
   peerProtocolVersion,
 } from './framing.js';
 import type { Logger, TransportLimits } from './options.js';
+import { latencyTraceOn, traceStage } from './latency-trace.js';
 
 export interface PeerStats {
   readonly url: string;
@@ -362,8 +363,15 @@ export class PeerLink {
     });
   }
 
-  /** Writes queued messages as frames until the queue is empty or the socket asks us to wait for 'drain'. */
-  private flush(): void {
+  /**
+   * Writes queued messages as frames until the queue is empty or the socket asks us to wait for 'drain'. Called
+   * at the end of the turn after enqueue() (so a turn's sends share a frame), or at once by the transport.
+   */
+  flush(): void {
+    if (this.flushImmediate !== undefined) {
+      clearImmediate(this.flushImmediate);
+      this.flushImmediate = undefined;
+    }
     const { frameBytesMax } = this.context.limits;
     while (this.phase === 'open' && !this.blocked && this.queue.length > 0 && this.socket !== undefined) {
       // The longest prefix of the queue that fits one frame.
@@ -375,6 +383,7 @@ export class PeerLink {
       this.messagesSent += count;
       this.framesSent += 1;
       this.bytesSent += frame.length;
+      if (latencyTraceOn) traceStage('link.write', frame.length);
       if (!this.socket.write(frame)) this.blocked = true;
     }
   }

@@ -2,7 +2,8 @@
 //
 // Contract:
 // - send(messages) never blocks and never throws on a network problem. Each message goes to the queue of the
-//   peer named by its `to`; a full queue drops and counts (Raft tolerates loss and retransmits).
+//   peer named by its `to`; a full queue drops and counts (Raft tolerates loss and retransmits). A connected
+//   peer's queue is written to its socket before send() returns, one call's messages as one frame per peer.
 // - Messages from this node to one peer arrive in the order they were sent, or not at all (with gaps where a
 //   queue overflowed or a connection died).
 // - A delivered message comes from an authenticated peer: its TLS certificate is signed by the peer CA, its
@@ -32,6 +33,7 @@ import {
   type TransportLimits,
   type TransportOptions,
 } from './options.js';
+import { latencyTraceOn, traceStage } from './latency-trace.js';
 import { PeerLink, type PeerStats } from './peer-link.js';
 
 export interface TransportStats {
@@ -147,6 +149,8 @@ export class PeerTransport<M extends PeerMessage> {
   /** Queues messages to their peers. Never blocks; never throws on a network problem. */
   send(messages: readonly M[]): void {
     if (this.closed) return;
+    let only: PeerLink | undefined;
+    let touched: Set<PeerLink> | undefined;
     for (const message of messages) {
       const link = this.links.get(message.to);
       if (link === undefined) {
@@ -154,7 +158,13 @@ export class PeerTransport<M extends PeerMessage> {
         continue;
       }
       link.enqueue(encodeMessage(message));
+      if (only === undefined) only = link;
+      else if (link !== only) (touched ??= new Set([only])).add(link);
     }
+    // One call is one batch (a Ready's messages): written now, as one frame per peer, rather than at the end of
+    // the event loop's turn, where it would wait behind whatever the caller does next (a Ready's fsync or apply).
+    if (touched !== undefined) for (const link of touched) link.flush();
+    else only?.flush();
   }
 
   stats(): TransportStats {
@@ -258,6 +268,7 @@ export class PeerTransport<M extends PeerMessage> {
     const decoder = new FrameDecoder(this.limits.frameBytesMax);
     socket.on('data', (chunk: Buffer) => {
       if (connection.closing) return;
+      if (latencyTraceOn) traceStage('link.data', chunk.length);
       const error = decoder.push(chunk, (payload) => {
         if (!connection.closing) this.onInboundFrame(connection, payload);
       });

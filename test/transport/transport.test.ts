@@ -118,6 +118,32 @@ test('three nodes deliver every message, in order per link', async (t) => {
   }
 });
 
+test('one send() is written before it returns, as one frame per connected peer, and delivered in order', async (t) => {
+  const a = await start(t, ids.a);
+  const b = await start(t, ids.b);
+  const c = await start(t, ids.c);
+  a.transport.addPeer(ids.b, peerUrl(b.port));
+  a.transport.addPeer(ids.c, peerUrl(c.port));
+  b.transport.addPeer(ids.a, peerUrl(a.port));
+  c.transport.addPeer(ids.a, peerUrl(a.port));
+  const peer = (id: NodeId) => a.transport.stats().peers.get(id);
+  await waitFor('links open', () => peer(ids.b)?.connected === true && peer(ids.c)?.connected === true);
+  const message = (to: NodeId, seq: number): TestMessage => ({ from: ids.a, to, seq });
+  const frames = (id: NodeId): number => peer(id)?.framesSent ?? -1;
+  const [framesB, framesC] = [frames(ids.b), frames(ids.c)];
+  a.transport.send([message(ids.b, 1), message(ids.c, 1), message(ids.b, 2), message(ids.b, 3)]);
+  // Synchronously after the call, not at the end of the event loop's turn:
+  assert.equal(frames(ids.b), framesB + 1);
+  assert.equal(frames(ids.c), framesC + 1);
+  a.transport.send([message(ids.b, 4)]);
+  assert.equal(frames(ids.b), framesB + 2);
+  await waitFor('all delivered', () => b.received.length === 4 && c.received.length === 1);
+  assert.deepEqual(
+    b.received.map((m) => m.seq),
+    [1, 2, 3, 4],
+  );
+});
+
 test('multi-MiB messages pass, and a queue larger than a frame is split into several frames', async (t) => {
   const frameBytesMax = 8 * 1024 * 1024;
   const a = await start(t, ids.a, { limits: { frameBytesMax } });
