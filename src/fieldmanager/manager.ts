@@ -199,7 +199,9 @@ export class FieldManager {
   /** The object as kube-apiserver's field manager compares it: as Go writes it, for a kind with a Go type. */
   private compared(object: ApiObject | undefined, subresource: string): Record<string, unknown> {
     const { goType } = this.options;
-    if (goType === undefined) return this.managedView(object, subresource);
+    // Without a Go type (custom resources) a create compares with an empty object, so `spec` is added with the
+    // rest, as kube-apiserver records a custom resource's creation (`f:spec: {".": {}, ...}`).
+    if (goType === undefined) return object === undefined ? {} : this.managedView(object, subresource);
     // A create compares with the kind's empty Go value (its New()).
     const base = object === undefined ? {} : (object as unknown as Record<string, unknown>);
     return this.managedView(goView(base, goType) as unknown as ApiObject, subresource);

@@ -1,10 +1,13 @@
 // Proves the Go view of an object that Update entries compare: non-pointer structs and lists without omitempty
 // are always there (so never "added"), omitempty zeros and nulls never are, pointers only when set, and a null
-// list compared with a filled one is not added while a list absent before is.
+// list compared with a filled one is not added while a list absent before is; without a Go type, spec is added.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import type { ApiObject } from '../../src/apimachinery/meta.js';
 import { goTypeOf } from '../../src/apimachinery/protobuf.js';
+import { s } from '../../src/apimachinery/schema.js';
 import { goView } from '../../src/fieldmanager/goview.js';
+import { FieldManager } from '../../src/fieldmanager/manager.js';
 import { compare } from '../../src/fieldmanager/typed.js';
 import { podKind } from '../../src/kinds/pod/index.js';
 
@@ -83,4 +86,25 @@ test('compare: a null list that gets items is not added, an absent one is', () =
       'f:containers',
     ]),
   );
+});
+
+test('without a Go type (custom resources) a create adds spec itself: f:spec gets "."', () => {
+  const schema = s.obj({
+    apiVersion: s.str(),
+    kind: s.str(),
+    metadata: s.free(),
+    spec: s.obj({ size: s.int(), config: s.map() }),
+  });
+  const manager = new FieldManager({ schema, apiVersion: 'cache.example.com/v1', statusSubresource: true });
+  const object: ApiObject = {
+    apiVersion: 'cache.example.com/v1',
+    kind: 'Memcached',
+    metadata: { name: 'm' },
+    spec: { size: 3, config: { a: 'b' } },
+  };
+  manager.update(undefined, object, 'kubectl-create', '', Date.parse('2026-01-01T00:00:00Z'));
+  // As kube-apiserver records a custom resource created by kubectl (operator-sdk's Memcached sample).
+  assert.deepEqual((object.metadata.managedFields as { fieldsV1: unknown }[])[0]?.fieldsV1, {
+    'f:spec': { '.': {}, 'f:config': { '.': {}, 'f:a': {} }, 'f:size': {} },
+  });
 });
