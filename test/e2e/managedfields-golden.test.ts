@@ -12,16 +12,19 @@
 //   `f:selector: {}` (an atomic map), no `f:clusterIP` / `f:ipFamilies` (chosen after field management).
 // - ConfigMap from `kubectl create configmap`: `f:data` with ".".
 // - Deployment status from kube-controller-manager: `f:conditions` with "." and keyed by type.
+// The real kubectl 1.32's `create deployment` and `run` are checked against the same goldens.
 // - The PUT: structured-merge-diff's Compare (typed/compare.go): a path is "added" only when the old object
 //   has nothing there, so the new container item gets "." and `f:containers` does not.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from './harness.js';
+import { ensureKubectl, kubectlOk } from '../support/kubectl.js';
 
 let server: TestServer;
 
 before(async () => {
-  server = await startTestServer();
+  ensureKubectl();
+  server = await startTestServer(['--group-domain', 'k8s.io']);
 });
 
 after(async () => {
@@ -52,6 +55,32 @@ const defaultedContainer = {
   'f:terminationMessagePolicy': {},
 };
 
+// `kubectl create deployment nginx --image=nginx` as kube-apiserver records it.
+const createDeploymentFields = {
+  'f:metadata': { 'f:labels': { '.': {}, 'f:app': {} } },
+  'f:spec': {
+    'f:progressDeadlineSeconds': {},
+    'f:replicas': {},
+    'f:revisionHistoryLimit': {},
+    'f:selector': {},
+    'f:strategy': {
+      'f:rollingUpdate': { '.': {}, 'f:maxSurge': {}, 'f:maxUnavailable': {} },
+      'f:type': {},
+    },
+    'f:template': {
+      'f:metadata': { 'f:labels': { '.': {}, 'f:app': {} } },
+      'f:spec': {
+        'f:containers': { 'k:{"name":"nginx"}': defaultedContainer },
+        'f:dnsPolicy': {},
+        'f:restartPolicy': {},
+        'f:schedulerName': {},
+        'f:securityContext': {},
+        'f:terminationGracePeriodSeconds': {},
+      },
+    },
+  },
+};
+
 test('Deployment: POST as `kubectl create deployment`, then a PUT that scales and adds a container', async () => {
   // The body kubectl create deployment sends.
   const created = await server.request('POST', `${deployments}?fieldManager=kubectl-create`, {
@@ -74,30 +103,7 @@ test('Deployment: POST as `kubectl create deployment`, then a PUT that scales an
   assert.equal(created.status, 201, created.text);
   const create = entry(created.body, 'kubectl-create');
   assert.equal(create.apiVersion, 'apps/v1');
-  assert.deepEqual(create.fieldsV1, {
-    'f:metadata': { 'f:labels': { '.': {}, 'f:app': {} } },
-    'f:spec': {
-      'f:progressDeadlineSeconds': {},
-      'f:replicas': {},
-      'f:revisionHistoryLimit': {},
-      'f:selector': {},
-      'f:strategy': {
-        'f:rollingUpdate': { '.': {}, 'f:maxSurge': {}, 'f:maxUnavailable': {} },
-        'f:type': {},
-      },
-      'f:template': {
-        'f:metadata': { 'f:labels': { '.': {}, 'f:app': {} } },
-        'f:spec': {
-          'f:containers': { 'k:{"name":"nginx"}': defaultedContainer },
-          'f:dnsPolicy': {},
-          'f:restartPolicy': {},
-          'f:schedulerName': {},
-          'f:securityContext': {},
-          'f:terminationGracePeriodSeconds': {},
-        },
-      },
-    },
-  });
+  assert.deepEqual(create.fieldsV1, createDeploymentFields);
 
   // A PUT of the object read back: 3 replicas and a second container, without `resources` (Go writes it).
   const body = structuredClone(created.body);
@@ -192,6 +198,28 @@ test('Deployment status: PUT /status by kube-controller-manager records a status
   );
 });
 
+// `kubectl run kubia --image=luksa/kubia --port=8080` as kube-apiserver records it.
+const runPodFields = {
+  'f:metadata': { 'f:labels': { '.': {}, 'f:run': {} } },
+  'f:spec': {
+    'f:containers': {
+      'k:{"name":"kubia"}': {
+        ...defaultedContainer,
+        'f:ports': {
+          '.': {},
+          'k:{"containerPort":8080,"protocol":"TCP"}': { '.': {}, 'f:containerPort': {}, 'f:protocol': {} },
+        },
+      },
+    },
+    'f:dnsPolicy': {},
+    'f:enableServiceLinks': {},
+    'f:restartPolicy': {},
+    'f:schedulerName': {},
+    'f:securityContext': {},
+    'f:terminationGracePeriodSeconds': {},
+  },
+};
+
 test('Pod: POST as `kubectl run --port`: containers without ".", ports keyed with "."; no priority', async () => {
   const r = await server.request('POST', '/api/v1/namespaces/default/pods?fieldManager=kubectl-run', {
     body: {
@@ -212,26 +240,7 @@ test('Pod: POST as `kubectl run --port`: containers without ".", ports keyed wit
   // The Priority admission plugin sets these after field management: in the object, in no entry.
   assert.equal(r.body.spec.priority, 0);
   assert.equal(r.body.spec.preemptionPolicy, 'PreemptLowerPriority');
-  assert.deepEqual(entry(r.body, 'kubectl-run').fieldsV1, {
-    'f:metadata': { 'f:labels': { '.': {}, 'f:run': {} } },
-    'f:spec': {
-      'f:containers': {
-        'k:{"name":"kubia"}': {
-          ...defaultedContainer,
-          'f:ports': {
-            '.': {},
-            'k:{"containerPort":8080,"protocol":"TCP"}': { '.': {}, 'f:containerPort': {}, 'f:protocol': {} },
-          },
-        },
-      },
-      'f:dnsPolicy': {},
-      'f:enableServiceLinks': {},
-      'f:restartPolicy': {},
-      'f:schedulerName': {},
-      'f:securityContext': {},
-      'f:terminationGracePeriodSeconds': {},
-    },
-  });
+  assert.deepEqual(entry(r.body, 'kubectl-run').fieldsV1, runPodFields);
 });
 
 test('Service: POST as `kubectl expose`: ports with ".", an atomic selector, no allocated fields', async () => {
@@ -278,4 +287,19 @@ test('ConfigMap: POST as `kubectl create configmap`: data with "."', async () =>
   assert.deepEqual(entry(r.body, 'kubectl-create').fieldsV1, {
     'f:data': { '.': {}, 'f:game.properties': {}, 'f:ui.properties': {} },
   });
+});
+
+test('the real kubectl: `kubectl create deployment` and `kubectl run` record the same entries', async () => {
+  const kubectl = (...args: string[]): Promise<string> => kubectlOk(server.kubeconfig, args);
+  // The container is named after the image (nginx) and the label after the deployment: the same paths.
+  await kubectl('create', 'deployment', 'real', '--image=nginx');
+  const live = JSON.parse(await kubectl('get', 'deployment', 'real', '-o', 'json', '--show-managed-fields'));
+  assert.deepEqual(entry(live, 'kubectl-create').fieldsV1, createDeploymentFields);
+  // Another namespace: the pod (and so its container) must be named kubia like the golden's.
+  await kubectl('create', 'namespace', 'real');
+  await kubectl('run', 'kubia', '-n', 'real', '--image=luksa/kubia', '--port=8080');
+  const pod = JSON.parse(
+    await kubectl('get', 'pod', 'kubia', '-n', 'real', '-o', 'json', '--show-managed-fields'),
+  );
+  assert.deepEqual(entry(pod, 'kubectl-run').fieldsV1, runPodFields);
 });
