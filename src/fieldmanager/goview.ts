@@ -91,12 +91,18 @@ function messageOf(messages: GoType['messages'], name: string): MessageDef {
   return def;
 }
 
+const declaredKeysCache = new WeakMap<MessageDef, ReadonlySet<string>>();
+
 /** The JSON keys a message declares, its embedded structs' included. */
-function declaredKeys(def: MessageDef, messages: GoType['messages'], out: Set<string>): Set<string> {
+function declaredKeys(def: MessageDef, messages: GoType['messages']): ReadonlySet<string> {
+  const cached = declaredKeysCache.get(def);
+  if (cached !== undefined) return cached;
+  const out = new Set<string>();
   for (const field of def.fields) {
-    if (field.inline) declaredKeys(messageOf(messages, field.type), messages, out);
+    if (field.inline) for (const key of declaredKeys(messageOf(messages, field.type), messages)) out.add(key);
     else out.add(field.name);
   }
+  declaredKeysCache.set(def, out);
   return out;
 }
 
@@ -112,7 +118,7 @@ function fill(out: JsonObject, value: JsonObject, def: MessageDef, messages: GoT
 }
 
 function goObject(value: JsonObject, def: MessageDef, messages: GoType['messages']): JsonObject {
-  const declared = declaredKeys(def, messages, new Set());
+  const declared = declaredKeys(def, messages);
   const out: JsonObject = {};
   for (const [key, v] of Object.entries(value)) if (!declared.has(key)) out[key] = v;
   fill(out, value, def, messages);
