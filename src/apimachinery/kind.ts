@@ -20,6 +20,12 @@ export interface TableColumn {
 export interface Strategy {
   /** On create, after metadata is filled in and before validation (clear status, set defaults that need code). */
   readonly prepareForCreate?: (object: ApiObject) => void;
+  /**
+   * On create, after field management recorded the request's fields: what kube-apiserver sets after its field
+   * manager ran (mutating admission such as Pod priority, the REST storage's own choices such as a Service's IP
+   * families), so that those fields are in no manager's managedFields entry, as there.
+   */
+  readonly prepareForCreateUntracked?: (object: ApiObject) => void;
   /** On update of the main resource: e.g. keep the old status. */
   readonly prepareForUpdate?: (object: ApiObject, old: ApiObject) => void;
   readonly validate?: (object: ApiObject) => FieldError[];

@@ -147,7 +147,8 @@ function timeFromWire(value: Json, micro: boolean): string | undefined {
 
 // ---- special messages: their JSON form is not an object of their fields ---------------------------------------
 
-const specialTypes: ReadonlySet<string> = new Set([
+/** Messages whose JSON is not an object of their wire fields: a string, a number, null, or kept as sent. */
+export const specialTypes: ReadonlySet<string> = new Set([
   'meta.v1.Time',
   'meta.v1.MicroTime',
   'intstr.IntOrString',
@@ -429,6 +430,26 @@ export function protobufMessageOf(
 ): string | undefined {
   const reg = registryOf();
   return reg.kinds.get(`${groupPrefixOf(group, groupDomain)}/${version}/${kind}`) ?? reg.metaKinds.get(kind);
+}
+
+/**
+ * The message definitions of a built-in kind as Go declares it (field management builds Go's view of an object
+ * from them), whatever domain its group carries (`rbac.authorization.svc.io` and `.k8s.io` share one); undefined
+ * for a kind without one. `messages` resolves the names its fields refer to.
+ */
+export function goTypeOf(
+  group: string,
+  version: string,
+  kind: string,
+): { readonly def: MessageDef; readonly messages: ReadonlyMap<string, MessageDef> } | undefined {
+  const reg = registryOf();
+  const prefixes = new Set<string>();
+  for (const key of reg.kinds.keys()) prefixes.add(key.slice(0, key.indexOf('/')));
+  const prefix = [...prefixes]
+    .sort((a, b) => b.length - a.length)
+    .find((p) => group === p || (p !== '' && group.startsWith(`${p}.`)));
+  const name = prefix === undefined ? undefined : reg.kinds.get(`${prefix}/${version}/${kind}`);
+  return name === undefined ? undefined : { def: messageDef(reg, name), messages: reg.messages };
 }
 
 function messageOfObject(groupDomain: string, value: unknown): string | undefined {

@@ -8,6 +8,7 @@ import type { ApiObject } from '../apimachinery/meta.js';
 import type { Schema } from '../apimachinery/schema.js';
 import { errors, type StatusCause } from '../apimachinery/status.js';
 import { FieldSet, pathString, type FieldPath } from './fieldset.js';
+import { goView, type GoType } from './goview.js';
 import { compare, merge, removeAt, toFieldSet, valueAt } from './typed.js';
 
 export type Operation = 'Apply' | 'Update';
@@ -170,6 +171,11 @@ export interface FieldManagerOptions {
   readonly apiVersion: string;
   /** Kinds with a status sub-resource: the main resource never owns status, `status` owns only status. */
   readonly statusSubresource: boolean;
+  /**
+   * The kind's Go type (built-in kinds): Update entries then compare the objects as Go writes them, as
+   * kube-apiserver does. Without it (custom resources) objects are compared as they are.
+   */
+  readonly goType?: GoType;
 }
 
 export class FieldManager {
@@ -188,6 +194,17 @@ export class FieldManager {
     if (isRecord(copy.metadata)) for (const field of strippedMetadata) delete copy.metadata[field];
     if (this.options.statusSubresource) delete copy.status;
     return copy;
+  }
+
+  /** The object as kube-apiserver's field manager compares it: as Go writes it, for a kind with a Go type. */
+  private compared(object: ApiObject | undefined, subresource: string): Record<string, unknown> {
+    const { goType } = this.options;
+    // Without a Go type (custom resources) a create compares with an empty object, so `spec` is added with the
+    // rest, as kube-apiserver records a custom resource's creation (`f:spec: {".": {}, ...}`).
+    if (goType === undefined) return object === undefined ? {} : this.managedView(object, subresource);
+    // A create compares with the kind's empty Go value (its New()).
+    const base = object === undefined ? {} : (object as unknown as Record<string, unknown>);
+    return this.managedView(goView(base, goType) as unknown as ApiObject, subresource);
   }
 
   /** The empty object a create starts from: metadata and a spec (as a Go zero value has them). */
@@ -225,8 +242,8 @@ export class FieldManager {
       entries = fromRequest ?? decodeManagedFields(live?.metadata.managedFields) ?? [];
     }
     const cmp = compare(
-      this.managedView(live, subresource),
-      this.managedView(next, subresource),
+      this.compared(live, subresource),
+      this.compared(next, subresource),
       this.options.schema,
     );
     const changed = this.view(cmp.modified.union(cmp.added));

@@ -149,6 +149,16 @@ function walkSet(value: Json, schema: Schema | undefined, path: PathElement[], s
   }
 }
 
+/** Nothing beneath: absent, null, an empty list or an empty map. */
+function isEmptyNode(value: Json): boolean {
+  return (
+    value === undefined ||
+    value === null ||
+    (Array.isArray(value) && value.length === 0) ||
+    (isObject(value) && Object.keys(value).length === 0)
+  );
+}
+
 export interface Comparison {
   readonly added: FieldSet;
   readonly modified: FieldSet;
@@ -174,9 +184,18 @@ function walkCompare(
   out: Comparison,
 ): void {
   if (l === undefined && r === undefined) return;
-  const shape = shapeOf(schema, r === undefined ? l : r);
-  const leftShape = l === undefined ? shape : shapeOf(schema, l);
-  const leaf = shape.kind === 'scalar' || shape.kind === 'atomic' || leftShape.kind !== shape.kind;
+  // With a schema, a null list or map is an empty one that is there (Go writes a nil `containers` as null): it
+  // takes the other side's shape, and a list or map that is empty or null on both sides is a leaf.
+  const typedNull = (v: Json): boolean => schema !== undefined && v === null;
+  const shape = shapeOf(schema, r === undefined || typedNull(r) ? l : r);
+  const leftShape = l === undefined || typedNull(l) ? shape : shapeOf(schema, l);
+  const rightShape = typedNull(r) ? shape : shapeOf(schema, r === undefined ? l : r);
+  const leaf =
+    shape.kind === 'scalar' ||
+    shape.kind === 'atomic' ||
+    leftShape.kind !== shape.kind ||
+    rightShape.kind !== shape.kind ||
+    (isEmptyNode(l) && isEmptyNode(r));
   if (leaf) {
     if (path.length === 0) return;
     if (l === undefined) out.added.insert(path);

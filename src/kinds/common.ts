@@ -167,3 +167,17 @@ export function record(value: unknown): Record<string, unknown> {
 export function list(value: unknown): unknown[] {
   return Array.isArray(value) ? value : [];
 }
+
+/**
+ * The defaults Kubernetes gives every PodSpec, a Pod's or a template's: each container's imagePullPolicy (Always
+ * for an untagged or `latest` image, else IfNotPresent) and an empty securityContext.
+ */
+export function defaultPodSpec(spec: Record<string, unknown>): void {
+  for (const c of [...list(spec.containers), ...list(spec.initContainers)].map(record)) {
+    if (c.imagePullPolicy === undefined && typeof c.image === 'string') {
+      const tag = c.image.includes('@') ? 'digest' : (/:([^/:]+)$/.exec(c.image)?.[1] ?? 'latest');
+      c.imagePullPolicy = tag === 'latest' ? 'Always' : 'IfNotPresent';
+    }
+  }
+  spec.securityContext ??= {};
+}

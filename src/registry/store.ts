@@ -9,6 +9,7 @@ import {
   validateName,
   type ApiObject,
 } from '../apimachinery/meta.js';
+import { goTypeOf } from '../apimachinery/protobuf.js';
 import { compileValidator, type ObjectValidator } from '../apimachinery/schema.js';
 import { matches, type Selector } from '../apimachinery/selectors.js';
 import { ApiError, errors, type FieldError, type GroupResource } from '../apimachinery/status.js';
@@ -152,10 +153,16 @@ export class ResourceRegistry {
     readonly decl: KindDeclaration,
     private readonly deps: RegistryDeps,
   ) {
+    // Built-in kinds are Go types in kube-apiserver; custom resources (no strategic merge) are not.
+    const goType =
+      decl.strategicMergePatch === false
+        ? undefined
+        : goTypeOf(decl.group, decl.versions[0] ?? 'v1', decl.kind);
     this.fields = new FieldManager({
       schema: decl.schema,
       apiVersion: apiVersionOf(decl.group, decl.versions[0] ?? 'v1'),
       statusSubresource: decl.statusSubresource,
+      ...(goType === undefined ? {} : { goType }),
     });
     this.prefix =
       decl.storage === undefined
@@ -436,6 +443,7 @@ export class ResourceRegistry {
       if (generate) object.metadata.name = generateName(object.metadata.generateName ?? '');
       this.validate(object, undefined);
       options.trackFields?.(undefined, object, this.deps.clock.nowMs());
+      this.decl.strategy?.prepareForCreateUntracked?.(object);
       await options.admit?.(object, undefined);
       const name = object.metadata.name ?? '';
       const key = this.key(namespace, name);

@@ -9,15 +9,15 @@ export const rbacPackages: readonly PackageText[] = [
     version: 'v1',
     text: `
       PolicyRule {
-        verbs:[string] 1; apiGroups:[string] 2; resources:[string] 3; resourceNames:[string] 4;
+        verbs:[string]! 1; apiGroups:[string] 2; resources:[string] 3; resourceNames:[string] 4;
         nonResourceURLs:[string] 5
       }
       Subject { kind 1; apiGroup 2; name 3; namespace 4 }
       RoleRef { apiGroup 1; kind 2; name 3 }
       AggregationRule { clusterRoleSelectors:[LabelSelector] 1 }
-      kind Role { metadata:ObjectMeta 1; rules:[PolicyRule] 2 }
+      kind Role { metadata:ObjectMeta 1; rules:[PolicyRule]! 2 }
       kind RoleList { metadata:ListMeta 1; items:[Role] 2 }
-      kind ClusterRole { metadata:ObjectMeta 1; rules:[PolicyRule] 2; aggregationRule:AggregationRule? 3 }
+      kind ClusterRole { metadata:ObjectMeta 1; rules:[PolicyRule]! 2; aggregationRule:AggregationRule? 3 }
       kind ClusterRoleList { metadata:ListMeta 1; items:[ClusterRole] 2 }
       kind RoleBinding { metadata:ObjectMeta 1; subjects:[Subject] 2; roleRef:RoleRef 3 }
       kind RoleBindingList { metadata:ListMeta 1; items:[RoleBinding] 2 }
@@ -60,8 +60,8 @@ export const authorizationPackages: readonly PackageText[] = [
         metadata:ObjectMeta 1; spec:SelfSubjectAccessReviewSpec 2; status:SubjectAccessReviewStatus 3
       }
       SelfSubjectRulesReviewSpec { namespace 1 }
-      ResourceRule { verbs:[string] 1; apiGroups:[string] 2; resources:[string] 3; resourceNames:[string] 4 }
-      NonResourceRule { verbs:[string] 1; nonResourceURLs:[string] 2 }
+      ResourceRule { verbs:[string]! 1; apiGroups:[string] 2; resources:[string] 3; resourceNames:[string] 4 }
+      NonResourceRule { verbs:[string]! 1; nonResourceURLs:[string] 2 }
       SubjectRulesReviewStatus {
         resourceRules:[ResourceRule] 1; nonResourceRules:[NonResourceRule] 2; incomplete:bool! 3; evaluationError 4
       }

@@ -97,7 +97,7 @@ export const corePackages: readonly PackageText[] = [
         machineID 1; systemUUID 2; bootID 3; kernelVersion 4; osImage 5; containerRuntimeVersion 6;
         kubeletVersion 7; kubeProxyVersion 8; operatingSystem 9; architecture 10
       }
-      ContainerImage { names:[string] 1; sizeBytes:int64 2 }
+      ContainerImage { names:[string]! 1; sizeBytes:int64 2 }
       AttachedVolume { name 1; devicePath 2 }
       NodeConfigStatus {
         assigned:NodeConfigSource? 1; active:NodeConfigSource? 2; lastKnownGood:NodeConfigSource? 3; error 4
@@ -108,7 +108,7 @@ export const corePackages: readonly PackageText[] = [
       kind PodList { metadata:ListMeta 1; items:[Pod] 2 }
       PodTemplateSpec { metadata:ObjectMeta 1; spec:PodSpec 2 }
       PodSpec {
-        volumes:[Volume] 1; initContainers:[Container] 20; containers:[Container] 2;
+        volumes:[Volume] 1; initContainers:[Container] 20; containers:[Container]! 2;
         ephemeralContainers:[EphemeralContainer] 34; restartPolicy 3;
         terminationGracePeriodSeconds:int64? 4; activeDeadlineSeconds:int64? 5; dnsPolicy 6;
         nodeSelector:<string> 7; serviceAccountName 8; serviceAccount 9; automountServiceAccountToken:bool? 21;
@@ -249,7 +249,7 @@ export const corePackages: readonly PackageText[] = [
         requiredDuringSchedulingIgnoredDuringExecution:NodeSelector? 1;
         preferredDuringSchedulingIgnoredDuringExecution:[PreferredSchedulingTerm] 2
       }
-      NodeSelector { nodeSelectorTerms:[NodeSelectorTerm] 1 }
+      NodeSelector { nodeSelectorTerms:[NodeSelectorTerm]! 1 }
       NodeSelectorTerm { matchExpressions:[NodeSelectorRequirement] 1; matchFields:[NodeSelectorRequirement] 2 }
       NodeSelectorRequirement { key 1; operator 2; values:[string] 3 }
       PreferredSchedulingTerm { weight:int32 1; preference:NodeSelectorTerm 2 }

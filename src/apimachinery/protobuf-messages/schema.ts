@@ -9,7 +9,9 @@
 //   - `[T]` is a repeated field, `<T>` a map with string keys;
 //   - a trailing `?` marks a Go pointer field: its zero value (0, false, "", {}) is meaningful and kept on decode,
 //     whereas a zero non-pointer field is dropped (Go always writes non-pointer fields, even when empty);
-//   - a trailing `!` marks a scalar Go's JSON always writes (no omitempty): its zero is kept as well;
+//   - a trailing `!` marks a field Go's JSON always writes (no omitempty): a scalar's zero is kept as well; on a
+//     repeated field (`containers:[Container]!`) it only tells field management that Go writes a nil list as
+//     `null` (the codec reads and writes lists the same either way);
 //   - a leading `...` marks an embedded Go struct: a message field on the wire whose fields are inlined in JSON.
 // Field numbers are the wire numbers of Kubernetes' generated.proto files.
 

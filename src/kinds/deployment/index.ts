@@ -10,6 +10,7 @@ import type { FieldError } from '../../apimachinery/status.js';
 import {
   ageColumn,
   conditionsSchema,
+  defaultPodSpec,
   labelSelectorSchema,
   list,
   nameColumn,
@@ -29,6 +30,9 @@ function defaultStrategy(o: ApiObject): void {
     strategy.rollingUpdate = rolling;
   }
   spec.strategy = strategy;
+  const podSpec = record(spec.template).spec;
+  if (podSpec !== null && typeof podSpec === 'object' && !Array.isArray(podSpec))
+    defaultPodSpec(podSpec as Record<string, unknown>);
 }
 
 function validateSelector(o: ApiObject): FieldError[] {

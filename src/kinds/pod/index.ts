@@ -9,6 +9,7 @@ import { validateName } from '../../apimachinery/meta.js';
 import {
   ageColumn,
   conditionsSchema,
+  defaultPodSpec,
   fieldString,
   list,
   nameColumn,
@@ -20,14 +21,14 @@ import {
 
 function defaultContainers(o: ApiObject): void {
   const spec = record(o.spec);
-  for (const c of [...list(spec.containers), ...list(spec.initContainers)].map(record)) {
-    if (c.imagePullPolicy === undefined && typeof c.image === 'string') {
-      const tag = c.image.includes('@') ? 'digest' : (/:([^/:]+)$/.exec(c.image)?.[1] ?? 'latest');
-      c.imagePullPolicy = tag === 'latest' ? 'Always' : 'IfNotPresent';
-    }
-  }
-  spec.securityContext ??= {};
+  defaultPodSpec(spec);
   spec.enableServiceLinks ??= true;
+  o.spec = spec;
+}
+
+/** What the Priority admission plugin sets (after field management, so no manager owns it). */
+function defaultPriority(o: ApiObject): void {
+  const spec = record(o.spec);
   spec.priority ??= 0;
   spec.preemptionPolicy ??= 'PreemptLowerPriority';
   o.spec = spec;
@@ -163,7 +164,11 @@ export function podKind(_ctx: DomainContext): KindDeclaration {
         o.status = { phase: 'Pending', qosClass: 'BestEffort' };
         defaultContainers(o);
       },
-      prepareForUpdate: defaultContainers,
+      prepareForCreateUntracked: defaultPriority,
+      prepareForUpdate: (o) => {
+        defaultContainers(o);
+        defaultPriority(o);
+      },
       validate: validatePod,
       // Pods bound to a node end gracefully (their node confirms); unbound or finished pods go at once.
       gracePeriodSeconds: (o) => {

@@ -166,10 +166,15 @@ export function serviceKind(ctx: DomainContext): KindDeclaration {
         const spec = record(o.spec);
         for (const port of list(spec.ports).map(record))
           if (port.targetPort === undefined) port.targetPort = port.port;
+        if (clusterIpTypes.has(text(spec.type, 'ClusterIP'))) spec.internalTrafficPolicy ??= 'Cluster';
+        o.spec = spec;
+      },
+      // The IP families are the REST storage's choice in kube-apiserver, made after field management.
+      prepareForCreateUntracked: (o) => {
+        const spec = record(o.spec);
         if (clusterIpTypes.has(text(spec.type, 'ClusterIP'))) {
           spec.ipFamilies ??= ['IPv4'];
           spec.ipFamilyPolicy ??= 'SingleStack';
-          spec.internalTrafficPolicy ??= 'Cluster';
         }
         o.spec = spec;
       },
