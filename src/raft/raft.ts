@@ -298,10 +298,11 @@ export class Raft {
    * pre-votes and votes) and campaigns after a short random timeout instead of its usual one. Everything else
    * is unchanged: an early election is still a pre-vote round that needs a majority, so a wrong hint about a
    * live leader whose other followers still hear it costs a few refused pre-votes, not a new term. Any other
-   * node (not a follower of `peer`, or with no known leader) ignores it.
+   * node (not a follower of `peer`, or with no known leader) ignores it. Returns whether it acted.
    */
-  reportPeerDown(peer: NodeId): void {
-    if (this.state !== 'follower' || this.lead === NONE || this.lead !== peer || peer === this.id) return;
+  reportPeerDown(peer: NodeId): boolean {
+    if (this.state !== 'follower' || this.lead === NONE || this.lead !== peer || peer === this.id)
+      return false;
     this.lead = NONE;
     const ticks = this.random.int(this.leaderDownElectionTicksMin, this.leaderDownElectionTicksMax);
     this.randomizedElectionTicks = Math.min(this.randomizedElectionTicks, this.electionElapsed + ticks);
@@ -309,6 +310,7 @@ export class Raft {
     this.note(
       `leader ${peer} is down: campaigning in ${this.randomizedElectionTicks - this.electionElapsed} ticks`,
     );
+    return true;
   }
 
   /** A message from another node. Messages for another node or from an unknown sender are fine (ignored or answered). */
