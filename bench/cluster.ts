@@ -119,6 +119,8 @@ export interface FailoverKill {
    * path, docs/replication.md); absent for etcd.
    */
   readonly leaderDownHints?: number;
+  /** Terms the leader's term advanced by across the kill: 1 is one election, more is a split vote or a retry. */
+  readonly elections: number;
 }
 
 export interface FailoverResult {
@@ -178,7 +180,9 @@ async function failoverOnce(
     }
   });
   const hintsBefore = await cluster.leaderDownHints?.(survivors);
+  const termBefore = await cluster.term();
   let hints: number | undefined;
+  let elections = 0;
   try {
     await sleep(500);
     killedAt = performance.now();
@@ -202,6 +206,7 @@ async function failoverOnce(
     }
     const hintsAfter = await cluster.leaderDownHints?.(survivors);
     if (hintsBefore !== undefined && hintsAfter !== undefined) hints = hintsAfter - hintsBefore;
+    elections = (await cluster.term()) - termBefore;
   } finally {
     stop = true;
     await Promise.all(writers);
@@ -226,6 +231,7 @@ async function failoverOnce(
     writingFrom,
     writingTo,
     ...(hints !== undefined ? { leaderDownHints: hints } : {}),
+    elections,
   };
 }
 
@@ -243,7 +249,8 @@ async function failover(
     results.push(kill);
     log(
       `  ${cluster.target} failover ${k + 1}/${kills}: killed member ${kill.member}, ` +
-        `writes stopped for ${kill.windowMs.toFixed(0)} ms (${kill.failedAttempts} failed attempts` +
+        `writes stopped for ${kill.windowMs.toFixed(0)} ms (${kill.failedAttempts} failed attempts, ` +
+        `${kill.elections} term(s)` +
         (kill.leaderDownHints !== undefined ? `, ${kill.leaderDownHints} leader-down hints` : '') +
         ')',
     );
