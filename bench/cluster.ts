@@ -48,6 +48,8 @@ export const sizeName = (bytes: number): string =>
   bytes >= 1024 && bytes % 1024 === 0 ? `${bytes / 1024} KiB` : `${bytes} B`;
 /** Writers of the failover stream, and how long one attempt may take before the client tries elsewhere. */
 const failoverWriters = 4;
+/** Leader kills per target (--kills); an odd number, so the median is one kill's window. */
+const defaultKills = 11;
 const failoverAttemptTimeoutMs = 300;
 /** Writes must have flowed this long after the kill before the window is closed. */
 const failoverRecoveredMs = 1000;
@@ -112,6 +114,13 @@ export interface FailoverKill {
   /** When the writers of this kill ran (ms since the start of the failover phase); none ran in between. */
   readonly writingFrom: number;
   readonly writingTo: number;
+  /**
+   * Stoa: survivors whose transport saw the killed leader's process go and who campaigned early (the fast
+   * path, docs/replication.md); absent for etcd.
+   */
+  readonly leaderDownHints?: number;
+  /** Terms the leader's term advanced by across the kill: 1 is one election, more is a split vote or a retry. */
+  readonly elections: number;
 }
 
 export interface FailoverResult {
@@ -170,6 +179,10 @@ async function failoverOnce(
       }
     }
   });
+  const hintsBefore = await cluster.leaderDownHints?.(survivors);
+  const termBefore = await cluster.term();
+  let hints: number | undefined;
+  let elections = 0;
   try {
     await sleep(500);
     killedAt = performance.now();
@@ -191,6 +204,9 @@ async function failoverOnce(
       }
       if (flowing) break;
     }
+    const hintsAfter = await cluster.leaderDownHints?.(survivors);
+    if (hintsBefore !== undefined && hintsAfter !== undefined) hints = hintsAfter - hintsBefore;
+    elections = (await cluster.term()) - termBefore;
   } finally {
     stop = true;
     await Promise.all(writers);
@@ -207,7 +223,16 @@ async function failoverOnce(
     previous = t;
   }
   await cluster.restart(lead);
-  return { killedAt: killedAt - phaseStart, member: lead, windowMs, failedAttempts, writingFrom, writingTo };
+  return {
+    killedAt: killedAt - phaseStart,
+    member: lead,
+    windowMs,
+    failedAttempts,
+    writingFrom,
+    writingTo,
+    ...(hints !== undefined ? { leaderDownHints: hints } : {}),
+    elections,
+  };
 }
 
 async function failover(
@@ -224,7 +249,10 @@ async function failover(
     results.push(kill);
     log(
       `  ${cluster.target} failover ${k + 1}/${kills}: killed member ${kill.member}, ` +
-        `writes stopped for ${kill.windowMs.toFixed(0)} ms (${kill.failedAttempts} failed attempts)`,
+        `writes stopped for ${kill.windowMs.toFixed(0)} ms (${kill.failedAttempts} failed attempts, ` +
+        `${kill.elections} term(s)` +
+        (kill.leaderDownHints !== undefined ? `, ${kill.leaderDownHints} leader-down hints` : '') +
+        ')',
     );
     await sleep(500);
   }
@@ -259,7 +287,9 @@ export async function runClusterBench(args: BenchArgs): Promise<void> {
     concurrentReaders,
     valueSizes: args.valueBytes === undefined ? defaultValueSizes : [args.valueBytes],
   };
-  const kills = args.quick ? 1 : 5;
+  // The window of one kill depends on where the randomized timeouts fall: a median of 5 is noisy, and a kill
+  // costs only a few seconds per target.
+  const kills = args.kills ?? (args.quick ? 1 : defaultKills);
   const log = progress;
   const loadBefore = loadavg();
   const started = new Date();

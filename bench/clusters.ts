@@ -32,6 +32,11 @@ export interface BenchCluster {
   leader(timeoutMs?: number): Promise<number>;
   /** The leader's Raft term (a change during a phase means an election happened). */
   term(): Promise<number>;
+  /**
+   * Stoa only: leader-down hints taken by the given members since they started (a follower whose transport
+   * saw the leader's process go, and campaigned without waiting for the election timeout).
+   */
+  leaderDownHints?(members: readonly number[]): Promise<number>;
   /** kill -9 of member i; resolves when the process is gone. */
   kill(i: number): Promise<void>;
   /** Restarts member i on its data dir and waits until it has caught up with the leader's commit index. */
@@ -212,6 +217,10 @@ export async function startStoaCluster(
       },
       leader,
       term: async () => (await probes[await leader()]!.nodeStatus()).term,
+      async leaderDownHints(which) {
+        const statuses = await Promise.all(which.map((i) => probes[i]!.nodeStatus()));
+        return statuses.reduce((sum, s) => sum + s.leaderDownHints, 0);
+      },
       kill: (i) => procs.kill(i),
       async restart(i) {
         await startMember(i);

@@ -79,6 +79,7 @@ function serve(socket: Socket): void {
             term: s.term,
             commitIndex: s.commitIndex,
             appliedIndex: s.appliedIndex,
+            leaderDownHints: s.leaderDownHints,
           },
         ]);
         return;

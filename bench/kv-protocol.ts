@@ -88,6 +88,8 @@ export interface NodeStatus {
   readonly term: number;
   readonly commitIndex: number;
   readonly appliedIndex: number;
+  /** Times this member's transport saw its leader's process go and it campaigned early (since it started). */
+  readonly leaderDownHints: number;
 }
 
 interface Pending {

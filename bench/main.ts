@@ -27,6 +27,8 @@ export interface BenchArgs {
   readonly concurrency: number | undefined;
   /** Value size in bytes of the write rows; undefined = the scenario's default. */
   readonly valueBytes: number | undefined;
+  /** Leader kills of the failover rows (cluster); undefined = the scenario's default. */
+  readonly kills: number | undefined;
 }
 
 export interface Scenario {
@@ -61,6 +63,7 @@ flags:
   --concurrency N           concurrent clients of the concurrent rows (default: per scenario, 64 or 32)
   --value-size BYTES        value size of the write rows (default: per scenario)
   --rounds N                rounds per phase, each row the median (default 3; store only)
+  --kills N                 leader kills of the failover rows (default 11; cluster only)
   --seed N                  seed of the run's random choices (recorded)
   --out FILE                JSON result (default bench/results/SCENARIO-TIME.json); the HTML report beside it
   --quick                   a smoke run: a fraction of a second per row, one round
@@ -96,6 +99,7 @@ export function parseBenchArgs(argv: readonly string[]): { scenario: string; arg
   let nodes: number | undefined;
   let concurrency: number | undefined;
   let valueBytes: number | undefined;
+  let kills: number | undefined;
   for (let i = 0; i < rest.length; i++) {
     const arg = rest[i]!;
     const eq = arg.indexOf('=');
@@ -135,6 +139,9 @@ export function parseBenchArgs(argv: readonly string[]): { scenario: string; arg
       case '--value-size':
         valueBytes = positiveInteger(flag, value(), 1024 * 1024);
         break;
+      case '--kills':
+        kills = positiveInteger(flag, value(), 100);
+        break;
       default:
         usage(`unknown flag ${arg}`);
     }
@@ -151,6 +158,7 @@ export function parseBenchArgs(argv: readonly string[]): { scenario: string; arg
       nodes,
       concurrency,
       valueBytes,
+      kills,
     },
   };
 }

@@ -69,6 +69,14 @@ export interface RaftConfig {
   readonly preVote?: boolean;
   /** The leader steps down without recent contact with a majority; votes respect leader leases (default true). */
   readonly checkQuorum?: boolean;
+  /**
+   * After reportPeerDown() of its leader, a follower campaigns within a random number of ticks in
+   * [leaderDownElectionTicksMin, leaderDownElectionTicksMax) instead of its usual election timeout (never later
+   * than that timeout). Defaults: 2 and 2 + max(2, electionTicks / 3). The minimum leaves the other followers
+   * time to see the same hint, so that they grant the pre-vote.
+   */
+  readonly leaderDownElectionTicksMin?: number;
+  readonly leaderDownElectionTicksMax?: number;
   /** Called with a line of text on every role change and notable event (for traces; default: none). */
   readonly trace?: (line: string) => void;
 }
@@ -128,6 +136,8 @@ export class Raft {
   private readonly readIndexPendingMax: number;
   private readonly preVote: boolean;
   private readonly checkQuorum: boolean;
+  private readonly leaderDownElectionTicksMin: number;
+  private readonly leaderDownElectionTicksMax: number;
 
   private currentTerm: Term = term(0);
   private vote: NodeId = NONE;
@@ -147,6 +157,8 @@ export class Raft {
   private electionElapsed = 0;
   private heartbeatElapsed = 0;
   private randomizedElectionTicks = 0;
+  /** Follower: the election timeout was shortened by reportPeerDown() of the leader (see there). */
+  private leaderDownTimeout = false;
 
   /** Leader: the node leadership is being handed to, or NONE. */
   private leadTransferee: NodeId = NONE;
@@ -188,6 +200,15 @@ export class Raft {
     this.readIndexPendingMax = config.readIndexPendingMax ?? raftDefaults.readIndexPendingMax;
     this.preVote = config.preVote ?? true;
     this.checkQuorum = config.checkQuorum ?? true;
+    this.leaderDownElectionTicksMin = config.leaderDownElectionTicksMin ?? 2;
+    this.leaderDownElectionTicksMax =
+      config.leaderDownElectionTicksMax ??
+      this.leaderDownElectionTicksMin + Math.max(2, Math.floor(this.electionTicks / 3));
+    assert(
+      this.leaderDownElectionTicksMin >= 1 &&
+        this.leaderDownElectionTicksMax > this.leaderDownElectionTicksMin,
+      'leader-down election ticks: 1 <= min < max',
+    );
     this.log = new RaftLog(config.storage, config.applyBytesMax ?? raftDefaults.applyBytesMax);
 
     const { hardState, confState } = config.storage.initialState();
@@ -267,6 +288,29 @@ export class Raft {
   reportUnreachable(to: NodeId): void {
     const pr = this.progress.get(to);
     if (this.state === 'leader' && pr !== undefined && pr.state === 'replicate') pr.becomeProbe();
+  }
+
+  /**
+   * A local hint from the transport, never a message from a peer: the connection to `peer` was lost and
+   * reconnecting to it is refused (nothing listens there: its process is gone). Not for a timeout, a TLS error
+   * or a partition: a live leader that is merely cut off or paused keeps its sockets, and the usual timeouts
+   * apply. A follower whose leader is `peer` forgets it (so its leader lease no longer makes it ignore
+   * pre-votes and votes) and campaigns after a short random timeout instead of its usual one. Everything else
+   * is unchanged: an early election is still a pre-vote round that needs a majority, so a wrong hint about a
+   * live leader whose other followers still hear it costs a few refused pre-votes, not a new term. Any other
+   * node (not a follower of `peer`, or with no known leader) ignores it. Returns whether it acted.
+   */
+  reportPeerDown(peer: NodeId): boolean {
+    if (this.state !== 'follower' || this.lead === NONE || this.lead !== peer || peer === this.id)
+      return false;
+    this.lead = NONE;
+    const ticks = this.random.int(this.leaderDownElectionTicksMin, this.leaderDownElectionTicksMax);
+    this.randomizedElectionTicks = Math.min(this.randomizedElectionTicks, this.electionElapsed + ticks);
+    this.leaderDownTimeout = true;
+    this.note(
+      `leader ${peer} is down: campaigning in ${this.randomizedElectionTicks - this.electionElapsed} ticks`,
+    );
+    return true;
   }
 
   /** A message from another node. Messages for another node or from an unknown sender are fine (ignored or answered). */
@@ -419,7 +463,7 @@ export class Raft {
     this.lead = NONE;
     this.electionElapsed = 0;
     this.heartbeatElapsed = 0;
-    this.randomizedElectionTicks = this.electionTicks + this.random.int(0, this.electionTicks);
+    this.resetRandomizedElectionTicks();
     this.leadTransferee = NONE;
     this.votes = new Map();
     const last = this.log.lastIndex();
@@ -433,6 +477,19 @@ export class Raft {
     this.readOnly = new ReadOnly();
     this.pendingReadIndex = [];
     this.snapshotReceive = undefined;
+  }
+
+  private resetRandomizedElectionTicks(): void {
+    this.randomizedElectionTicks = this.electionTicks + this.random.int(0, this.electionTicks);
+    this.leaderDownTimeout = false;
+  }
+
+  /** A follower heard from its leader (a message of the leader's term): the election timer starts over. */
+  private heardFromLeader(lead: NodeId): void {
+    this.electionElapsed = 0;
+    this.lead = lead;
+    // A leader that was reported down is evidently up (the hint was wrong, or it restarted and won again).
+    if (this.leaderDownTimeout) this.resetRandomizedElectionTicks();
   }
 
   private becomeFollower(t: Term, lead: NodeId): void {
@@ -1067,18 +1124,15 @@ export class Raft {
         this.send({ ...m, to: this.lead });
         return null;
       case 'MsgApp':
-        this.electionElapsed = 0;
-        this.lead = m.from;
+        this.heardFromLeader(m.from);
         this.handleAppend(m);
         return null;
       case 'MsgHeartbeat':
-        this.electionElapsed = 0;
-        this.lead = m.from;
+        this.heardFromLeader(m.from);
         this.handleHeartbeat(m);
         return null;
       case 'MsgSnap':
-        this.electionElapsed = 0;
-        this.lead = m.from;
+        this.heardFromLeader(m.from);
         this.handleSnapshotChunk(m);
         return null;
       case 'MsgTimeoutNow':

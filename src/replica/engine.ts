@@ -145,6 +145,11 @@ export interface ReplicaStatus {
   readonly snapshotChunksReceived: number;
   /** Streams of this node's state to a follower completed since this process started. */
   readonly snapshotStreamsSent: number;
+  /**
+   * Times this node's transport saw its leader's process go away (connection lost, reconnect refused) and the
+   * node stopped waiting for the election timeout (since this process started; see docs/replication.md).
+   */
+  readonly leaderDownHints: number;
   readonly revision: number;
   readonly members: readonly MemberStatus[];
 }
@@ -209,6 +214,13 @@ export class ReplicatedStore implements KVStore {
   private snapshotsRestored = 0;
 
   private readonly waiters = new Map<string, Waiter<Outcome>>();
+  /**
+   * The term in which each waiting proposal was handed to a leader (this node, or forwarded). A leader appends
+   * a proposal in its own term, and terms never decrease along the log: once an entry of a later term is
+   * applied, an unanswered proposal was (almost certainly) lost with its leader. See failLostProposals().
+   */
+  private readonly proposedTerms = new Map<string, number>();
+  private leaderDownHints = 0;
   /** Proposals the core refused for want of a leader: retried on every tick until they time out. */
   private unsent: { id: string; data: Uint8Array }[] = [];
   private proposalSeq = 0;
@@ -322,6 +334,7 @@ export class ReplicatedStore implements KVStore {
       this.raft.step(message);
       this.schedule();
     });
+    transport.onPeerState((peer, state) => this.onPeerState(peer, state));
     this.tickTimer = setInterval(() => this.tick(), this.heartbeatIntervalMs);
     const retentionMs = options.retentionMs ?? limits.storeHistoryRetentionMs;
     if (retentionMs > 0) {
@@ -590,6 +603,7 @@ export class ReplicatedStore implements KVStore {
       clearTimeout(waiter.timer);
       waiter.reject(closedError);
       this.waiters.delete(id);
+      this.proposedTerms.delete(id);
     }
     this.failReads(closedError);
     for (const { waiter } of this.confWaiters.splice(0)) {
@@ -632,6 +646,7 @@ export class ReplicatedStore implements KVStore {
       snapshotsRestored: this.snapshotsRestored,
       snapshotChunksReceived: this.snapshotReceiver.chunksReceived,
       snapshotStreamsSent: this.snapshotSender.streamsCompleted,
+      leaderDownHints: this.leaderDownHints,
       revision: this.mvcc.revision,
       members,
     };
@@ -761,6 +776,7 @@ export class ReplicatedStore implements KVStore {
     return new Promise<Outcome>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiters.delete(id);
+        this.proposedTerms.delete(id);
         reject(
           new StorageError(
             'Unavailable',
@@ -778,11 +794,60 @@ export class ReplicatedStore implements KVStore {
     if (latencyTraceOn) traceStage('propose', 0);
     const error = this.raft.propose(data);
     if (error === null) {
+      this.proposedTerms.set(id, this.raft.term);
       this.schedule();
       return;
     }
     // Not handed to any leader: safe to try again on the next tick, until the request times out.
     this.unsent.push({ id, data });
+  }
+
+  /**
+   * Fails the proposals handed to a leader of a term before `appliedTerm` that are still unanswered. A leader
+   * appends a proposal in its term, and a log's terms never decrease, so if that leader's entry had survived it
+   * would have been applied before this entry of a later term. The client hears at once (Unavailable: the
+   * outcome is unknown, as after a timeout) and retries against the new leader, instead of waiting for the
+   * request timeout. Not certain: an old leader that learnt of the new one may have forwarded the proposal on,
+   * so it may still commit later; the error says so, as the timeout's does.
+   */
+  private failLostProposals(appliedTerm: number): void {
+    for (const [id, proposedTerm] of this.proposedTerms) {
+      if (proposedTerm >= appliedTerm) continue;
+      this.proposedTerms.delete(id);
+      const waiter = this.waiters.get(id);
+      if (waiter === undefined) continue;
+      this.waiters.delete(id);
+      clearTimeout(waiter.timer);
+      waiter.reject(
+        new StorageError(
+          'Unavailable',
+          `the leader changed (term ${proposedTerm} to ${appliedTerm}) before this write was committed; ` +
+            `it was most likely lost with the old leader, but may or may not have been applied`,
+        ),
+      );
+    }
+  }
+
+  /** The transport's news of a peer's process: a follower whose leader is gone campaigns early. */
+  private onPeerState(peer: NodeId, state: 'down' | 'up'): void {
+    if (this.closed || this.removed || this.failed !== undefined || state !== 'down') return;
+    if (!this.raft.reportPeerDown(peer)) return;
+    this.leaderDownHints++;
+    this.logger.info(
+      { leader: peer.toString(16), name: this.members.get(peer)?.name ?? '' },
+      'leader process is gone (connection lost, reconnect refused): campaigning early',
+    );
+    this.schedule();
+  }
+
+  /** A new leader is known: what waited for one goes to it now rather than on the next tick. */
+  private onNewLeader(): void {
+    const retry = this.unsent;
+    this.unsent = [];
+    for (const { id, data } of retry) if (this.waiters.has(id)) this.submit(id, data);
+    const round = this.readRound;
+    // A request sent to the old leader is lost with it; the new one answers once it committed an entry.
+    if (round !== undefined && round.index === undefined) this.askReadIndex();
   }
 
   // ---- Linearizable reads (ReadIndex, batched) -----------------------------------------------------------
@@ -930,8 +995,10 @@ export class ReplicatedStore implements KVStore {
           'raft role changed',
         );
       }
+      const newLeader = ready.softState.lead !== NONE && ready.softState.lead !== this.leader;
       this.role = ready.softState.state;
       this.leader = ready.softState.lead;
+      if (newLeader) this.onNewLeader();
     }
     // A leader sends while its own entries of this Ready are being written (etcd's server does the same; etcd's
     // raft allows messages to go out while the entries of their own batch are persisted). This cannot commit
@@ -1072,10 +1139,12 @@ export class ReplicatedStore implements KVStore {
       const waiter = this.waiters.get(id);
       if (waiter === undefined) continue; // proposed by another node, or already timed out
       this.waiters.delete(id);
+      this.proposedTerms.delete(id);
       clearTimeout(waiter.timer);
       waiter.resolve(outcome);
       if (latencyTraceOn) traceStage('answer', last.index);
     }
+    this.failLostProposals(last.term);
     try {
       await write;
     } finally {
@@ -1134,6 +1203,7 @@ export class ReplicatedStore implements KVStore {
       clearTimeout(waiter.timer);
       waiter.reject(error);
       this.waiters.delete(id);
+      this.proposedTerms.delete(id);
     }
     this.failReads(error);
   }
@@ -1277,6 +1347,7 @@ export class ReplicatedStore implements KVStore {
       clearTimeout(waiter.timer);
       waiter.reject(failure);
       this.waiters.delete(id);
+      this.proposedTerms.delete(id);
     }
     this.failReads(failure);
     this.onFatal(error);

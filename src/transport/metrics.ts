@@ -5,7 +5,13 @@ import type { PeerStats } from './peer-link.js';
 import type { TransportStats } from './transport.js';
 
 type CounterField =
-  'messagesSent' | 'bytesSent' | 'messagesDropped' | 'reconnects' | 'connectFailures' | 'messagesReceived';
+  | 'messagesSent'
+  | 'bytesSent'
+  | 'messagesDropped'
+  | 'reconnects'
+  | 'connectFailures'
+  | 'downReports'
+  | 'messagesReceived';
 type GaugeField = 'queueMessages' | 'queueBytes';
 
 const counters = {
@@ -17,6 +23,10 @@ const counters = {
   ],
   reconnects: ['stoa_peer_reconnects_total', 'Connections to a peer established after the first one.'],
   connectFailures: ['stoa_peer_connect_failures_total', 'Failed attempts to connect to a peer.'],
+  downReports: [
+    'stoa_peer_down_reports_total',
+    "Times a peer's process was seen gone: its connection lost, then reconnecting refused.",
+  ],
   messagesReceived: ['stoa_peer_received_messages_total', 'Messages received from a peer.'],
 } as const satisfies Record<CounterField, readonly [string, string]>;
 

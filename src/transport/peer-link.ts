@@ -34,6 +34,10 @@ export interface PeerStats {
   readonly reconnects: number;
   /** Dial attempts that failed (refused, TLS error, timeout, refusal by the peer). */
   readonly connectFailures: number;
+  /** Times the peer's process was reported gone: an open connection lost, then a redial refused (ECONNREFUSED). */
+  readonly downReports: number;
+  /** Reported gone, and not connected again since. */
+  readonly down: boolean;
   readonly queueMessages: number;
   readonly queueBytes: number;
   /** Messages received from this peer on its inbound connection. */
@@ -49,6 +53,11 @@ export interface PeerLinkContext {
   readonly limits: TransportLimits;
   readonly logger: Logger;
   readonly backoff: Backoff;
+  /**
+   * The peer's process is gone ('down': the open connection was lost and a redial was refused, so nothing
+   * listens at its address any more) or back ('up': connected again after 'down'). Called once per change.
+   */
+  readonly onPeerState: (peer: NodeId, state: 'down' | 'up') => void;
 }
 
 type Phase = 'waiting' | 'connecting' | 'open' | 'closed';
@@ -88,6 +97,12 @@ export class PeerLink {
   private lastHeardMs = 0;
   private flushImmediate: NodeJS.Immediate | undefined;
   private lastError = '';
+  /** The `code` of the socket's last error (e.g. ECONNREFUSED), or ''. */
+  private lastErrorCode = '';
+  /** The last connection attempt after an open connection was lost has not succeeded yet. */
+  private lostOpen = false;
+  private downReported = false;
+  private downReports = 0;
   private consecutiveFailures = 0;
   private everConnected = false;
   /** Incarnation of the peer process this link's open connection reaches. */
@@ -148,6 +163,8 @@ export class PeerLink {
       messagesDropped: this.messagesDropped,
       reconnects: this.reconnects,
       connectFailures: this.connectFailures,
+      downReports: this.downReports,
+      down: this.downReported,
       queueMessages: this.queue.length,
       queueBytes: this.queueBytes,
       messagesReceived: this.messagesReceived,
@@ -232,8 +249,9 @@ export class PeerLink {
       this.blocked = false;
       this.scheduleFlush();
     });
-    socket.on('error', (error: Error) => {
+    socket.on('error', (error: NodeJS.ErrnoException) => {
       this.lastError = error.message;
+      this.lastErrorCode = error.code ?? '';
     });
     socket.once('close', () => {
       if (live()) this.fail(this.lastError === '' ? 'connection closed by peer' : this.lastError);
@@ -289,6 +307,12 @@ export class PeerLink {
       'peer connection established',
     );
     this.consecutiveFailures = 0;
+    this.lostOpen = false;
+    if (this.downReported) {
+      this.downReported = false;
+      logger.info({ peer: this.peerId, url: this.url }, 'peer is back');
+      this.context.onPeerState(this.peerId, 'up');
+    }
     this.lastHeardMs = performance.now();
     this.idleTimer = setTimeout(() => this.checkIdle(), limits.keepaliveTimeoutMs);
     this.scheduleFlush();
@@ -323,6 +347,20 @@ export class PeerLink {
     this.generation += 1;
     if (!wasOpen) this.connectFailures += 1;
     this.consecutiveFailures += 1;
+    const refused = !wasOpen && this.lastErrorCode === 'ECONNREFUSED';
+    if (wasOpen) this.lostOpen = true;
+    else if (refused && this.lostOpen && !this.downReported) {
+      // A lost connection and then a refused dial: the kernel answers for a port nobody listens on, so the
+      // peer's process is gone (killed, crashed, stopped), not slow or cut off (a partition or a paused process
+      // times out instead, and a TLS or protocol failure is not a refusal).
+      this.downReported = true;
+      this.downReports += 1;
+      this.context.logger.warn(
+        { peer: this.peerId, url: this.url },
+        'peer process is gone: connection lost and reconnect refused',
+      );
+      this.context.onPeerState(this.peerId, 'down');
+    }
     const delayMs = this.context.backoff.nextDelayMs();
     const fields = { peer: this.peerId, url: this.url, reason, retryInMs: delayMs };
     // The first failure is worth a warning; a peer that stays down would otherwise log on every attempt.
@@ -332,6 +370,7 @@ export class PeerLink {
     else if (this.consecutiveFailures === 1) this.context.logger.warn(fields, 'peer connection failed');
     else this.context.logger.debug(fields, 'peer connection failed again');
     this.lastError = '';
+    this.lastErrorCode = '';
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = undefined;
       if (this.phase === 'waiting') this.connect();

@@ -69,6 +69,7 @@ export class PeerTransport<M extends PeerMessage> {
   /** Links of removed peers still closing; close() waits for them too. */
   private readonly closingLinks = new Set<Promise<void>>();
   private handler: (message: M) => void = () => undefined;
+  private peerStateHandler: (peer: NodeId, state: 'down' | 'up') => void = () => undefined;
   private server: tls.Server | undefined;
   private listenAddress: { host: string; port: number } | undefined;
   private closed = false;
@@ -105,6 +106,14 @@ export class PeerTransport<M extends PeerMessage> {
     this.handler = handler;
   }
 
+  /**
+   * Sets the one handler of peer process state: 'down' when a peer's open connection was lost and redialling
+   * it is refused (nothing listens at its address: its process is gone), 'up' when it is connected again.
+   */
+  onPeerState(handler: (peer: NodeId, state: 'down' | 'up') => void): void {
+    this.peerStateHandler = handler;
+  }
+
   addPeer(id: NodeId, url: string): void {
     assert(id !== this.nodeId, 'a node is not its own peer');
     assert(!this.closed, 'addPeer after close');
@@ -125,6 +134,9 @@ export class PeerTransport<M extends PeerMessage> {
         delayMsMax: this.limits.reconnectDelayMsMax,
         random: this.options.random ?? systemRandom,
       }),
+      onPeerState: (peer, state) => {
+        if (!this.closed && this.links.get(peer) === link) this.peerStateHandler(peer, state);
+      },
     });
     this.links.set(id, link);
   }

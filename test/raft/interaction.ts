@@ -168,6 +168,8 @@ export class InteractionEnv {
       for (const link of cmd.args) this.cut.add(link);
     },
     heal: () => this.cut.clear(),
+    /** peer-down ID PEER: node ID's transport reports PEER's process gone (connection lost, reconnect refused). */
+    'peer-down': (cmd) => this.raft(cmd.args[0]).reportPeerDown(nodeId(Number(cmd.args[1]))),
     crash: (cmd) => {
       const node = this.node(cmd.args[0]);
       node.raft = undefined;

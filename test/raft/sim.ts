@@ -115,6 +115,8 @@ class Simulation {
   private delayRate = 0.2;
   /** Directed links that are cut: "from>to". */
   private cut = new Set<string>();
+  /** Leader-down hints (reportPeerDown) on their way to `to`: the transport saw `peer`'s process go away. */
+  private hints: { to: NodeId; peer: NodeId; dueRound: number }[] = [];
   private readonly stats: SimStats = {
     rounds: 0,
     delivered: 0,
@@ -165,6 +167,7 @@ class Simulation {
     }
     for (; this.round < this.opts.rounds; this.round++) {
       this.faults();
+      this.deliverHints();
       this.load();
       this.tickAll();
       this.deliverRound();
@@ -212,6 +215,33 @@ class Simulation {
     node.held = undefined;
     node.restarts++;
     this.stats.crashes++;
+    // A dead process's sockets close: most peers' transports report it, some late (after a restart, even),
+    // some never (a peer whose connection was already down).
+    for (const other of this.nodes.values()) {
+      if (other === node || this.rng.next() < 0.3) continue;
+      this.hints.push({ to: other.id, peer: node.id, dueRound: this.round + this.rng.int(0, 4) });
+    }
+  }
+
+  /** Delivers the leader-down hints that are due, and now and then a wrong one about a live leader. */
+  private deliverHints(): void {
+    if (this.rng.next() < 0.02) {
+      const leader = this.leaders()[0];
+      const followers = this.live().filter((n) => n !== leader);
+      const to = followers[this.rng.int(0, followers.length)];
+      if (leader !== undefined && to !== undefined) {
+        this.hints.push({ to: to.id, peer: leader.id, dueRound: this.round });
+      }
+    }
+    const due = this.hints.filter((h) => h.dueRound <= this.round);
+    this.hints = this.hints.filter((h) => h.dueRound > this.round);
+    for (const hint of due) {
+      const node = this.nodes.get(hint.to);
+      if (node?.raft === undefined || node.removed) continue;
+      this.trace(`hint to ${hint.to}: peer ${hint.peer} is down`);
+      node.raft.reportPeerDown(hint.peer);
+      this.process(node);
+    }
   }
 
   private restart(node: SimNode): void {
@@ -632,6 +662,7 @@ class Simulation {
   private healAll(): void {
     this.trace('heal all, restart all, reliable network');
     this.cut.clear();
+    this.hints = [];
     this.dropRate = 0;
     this.dupRate = 0;
     this.delayRate = 0; // timely: every message arrives within its round

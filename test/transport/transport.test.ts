@@ -1,6 +1,7 @@
 // Proves the peer transport over real mutual-TLS sockets on loopback: delivery and per-link order among three
 // nodes, multi-MiB messages, batch splitting, reconnect after a peer restarts, refusal of a foreign CA, a wrong
-// cluster ID and an unknown node, bounded queues that drop and count, and closing an oversize-frame connection.
+// cluster ID and an unknown node, bounded queues that drop and count, closing an oversize-frame connection, and
+// reporting a peer down only when its process is gone (connection lost, reconnect refused), not when partitioned.
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import * as tls from 'node:tls';
@@ -13,6 +14,7 @@ import {
   type TransportLimits,
 } from '../../src/transport/index.js';
 import { encodeControlFrame } from '../../src/transport/framing.js';
+import { FaultProxy } from '../../chaos/proxy.js';
 import { seededRandom } from '../../src/util/clock.js';
 import type { NodeId } from '../../src/util/brand.js';
 import {
@@ -375,4 +377,58 @@ test('per-peer stats are exported as Prometheus metrics at scrape time', async (
   assert.match(text, /stoa_peer_queue_messages\{peer="2"\} 0/);
   assert.match(text, /stoa_peer_connected\{peer="2"\} 1/);
   assert.match(text, /stoa_peer_dropped_unknown_messages_total 1/);
+});
+
+test('a peer whose process is gone (connection lost, reconnect refused) is reported down once, and up when back', async (t) => {
+  const a = await start(t, ids.a);
+  let b = await start(t, ids.b);
+  const bPort = b.port;
+  const states: string[] = [];
+  a.transport.onPeerState((peer, state) => states.push(`${peer} ${state}`));
+  a.transport.addPeer(ids.b, peerUrl(bPort));
+  b.transport.addPeer(ids.a, peerUrl(a.port));
+  a.transport.send([{ from: ids.a, to: ids.b, seq: 1 }]);
+  await waitFor('first message', () => b.received.length === 1);
+  assert.deepEqual(states, [], 'nothing reported while the peer is up');
+
+  // Closing b's transport closes its listener and sockets, as the kernel does for a killed process.
+  await b.transport.close();
+  await waitFor('b reported down', () => states.length === 1);
+  assert.deepEqual(states, [`${ids.b} down`]);
+  await waitFor(
+    'more refused dials',
+    () => (a.transport.stats().peers.get(ids.b)?.connectFailures ?? 0) >= 3,
+  );
+  const stats = a.transport.stats().peers.get(ids.b);
+  assert.equal(stats?.downReports, 1, 'reported once, not per refused dial');
+  assert.equal(stats?.down, true);
+  assert.equal(a.logger.matching('peer process is gone').length, 1);
+
+  b = await start(t, ids.b, { port: bPort });
+  b.transport.addPeer(ids.a, peerUrl(a.port));
+  await waitFor('b reported up', () => states.length === 2);
+  assert.deepEqual(states, [`${ids.b} down`, `${ids.b} up`]);
+  assert.equal(a.transport.stats().peers.get(ids.b)?.down, false);
+});
+
+test('a peer behind a partition (a blackhole, not a refusal) is never reported down', async (t) => {
+  const a = await start(t, ids.a, { limits: { keepaliveTimeoutMs: 300, handshakeTimeoutMs: 300 } });
+  const b = await start(t, ids.b);
+  const proxy = await FaultProxy.start({
+    target: { host: '127.0.0.1', port: b.port },
+    random: seededRandom(5),
+  });
+  t.after(() => proxy.close());
+  const states: string[] = [];
+  a.transport.onPeerState((peer, state) => states.push(`${peer} ${state}`));
+  a.transport.addPeer(ids.b, peerUrl(proxy.port));
+  b.transport.addPeer(ids.a, peerUrl(a.port));
+  a.transport.send([{ from: ids.a, to: ids.b, seq: 1 }]);
+  await waitFor('first message', () => b.received.length === 1);
+  proxy.setFault({ kind: 'partition' });
+  // The open connection goes silent and is dropped; every redial then times out unanswered.
+  await waitFor('the connection lost', () => a.logger.matching('peer connection lost').length >= 1);
+  await waitFor('redials time out', () => (a.transport.stats().peers.get(ids.b)?.connectFailures ?? 0) >= 3);
+  assert.deepEqual(states, []);
+  assert.equal(a.transport.stats().peers.get(ids.b)?.downReports, 0);
 });
