@@ -110,7 +110,27 @@ function compareKeys(a: EncodedKey, b: EncodedKey): number {
   return a.bytes.length - b.bytes.length || Buffer.compare(a.bytes, b.bytes);
 }
 
-function writeValue(writer: Writer, value: unknown): void {
+/**
+ * The []byte fields of built-in kinds (maps of them): Go's encoder writes each value as its raw bytes in tag 22
+ * ("base64 when converted to JSON"), so a typed Go client reads bytes, not base64 text. Here the JSON form holds
+ * base64, which is decoded for the wire; the decoder turns tag 22 back into base64.
+ */
+const byteMapFieldOf: Readonly<Record<string, string>> = { Secret: 'data', ConfigMap: 'binaryData' };
+
+function writeBase64Map(writer: Writer, value: Record<string, unknown>): void {
+  writeMap(writer, value, (item) => {
+    if (typeof item !== 'string') return false;
+    const bytes = Buffer.from(item, 'base64');
+    // Only canonical base64 is bytes in Go's typed object; anything else is written as it is.
+    if (bytes.toString('base64') !== item) return false;
+    writer.head(6, 22);
+    writer.head(2, bytes.length);
+    writer.bytes(bytes);
+    return true;
+  });
+}
+
+function writeValue(writer: Writer, value: unknown, itemKind?: string): void {
   switch (typeof value) {
     case 'string': {
       const bytes = Buffer.from(value, 'utf8');
@@ -135,15 +155,43 @@ function writeValue(writer: Writer, value: unknown): void {
       if (value === null) writer.byte(0xf6);
       else if (Array.isArray(value)) {
         writer.head(4, value.length);
-        for (const item of value) writeValue(writer, item);
-      } else writeMap(writer, value as Record<string, unknown>);
+        for (const item of value) writeValue(writer, item, itemKind);
+      } else writeObject(writer, value as Record<string, unknown>, itemKind);
       return;
     default:
       throw new Error(`cbor: unsupported type ${typeof value}`);
   }
 }
 
-function writeMap(writer: Writer, value: Record<string, unknown>): void {
+/** An object: its kind (or, for a list's items, the list's item kind) says which fields hold bytes. */
+function writeObject(writer: Writer, value: Record<string, unknown>, itemKind: string | undefined): void {
+  const kind = typeof value.kind === 'string' ? value.kind : itemKind;
+  if (kind === undefined) {
+    writeMap(writer, value);
+    return;
+  }
+  const byteField = byteMapFieldOf[kind];
+  const listItemKind = kind.endsWith('List') ? kind.slice(0, -'List'.length) : undefined;
+  writeMap(writer, value, (item, key) => {
+    if (key === byteField && item !== null && typeof item === 'object' && !Array.isArray(item)) {
+      writeBase64Map(writer, item as Record<string, unknown>);
+      return true;
+    }
+    if (key === 'items' && listItemKind !== undefined && Array.isArray(item)) {
+      writeValue(writer, item, listItemKind);
+      return true;
+    }
+    // A watch event's object (and a Table row's) carries its own kind.
+    return false;
+  });
+}
+
+/** A map with keys in order; `special` may write a value itself (answering true) instead of the default. */
+function writeMap(
+  writer: Writer,
+  value: Record<string, unknown>,
+  special?: (item: unknown, key: string) => boolean,
+): void {
   const keys: EncodedKey[] = [];
   for (const key of Object.keys(value)) {
     // As JSON.stringify does: a property holding undefined is not a field.
@@ -154,7 +202,8 @@ function writeMap(writer: Writer, value: Record<string, unknown>): void {
   for (const { key, bytes } of keys) {
     writer.head(2, bytes.length);
     writer.bytes(bytes);
-    writeValue(writer, value[key]);
+    const item = value[key];
+    if (special === undefined || !special(item, key)) writeValue(writer, item);
   }
 }
 

@@ -157,6 +157,21 @@ test('create, get, list, update and delete in CBOR both ways (kube-style and oth
   assert.equal(missing.object.message, 'configmaps "two" not found');
 });
 
+test('a Secret: Go []byte data as tag 22 bytes both ways, base64 in its JSON form', async () => {
+  const password = Buffer.from('hunter2').toString('base64');
+  const secret = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 's' }, data: { password } };
+  const created = await call('POST', '/api/v1/namespaces/default/secrets', secret);
+  assert.equal(created.status, 201);
+  assert.deepEqual(created.object.data, { password });
+  const asJson = await raw(server, 'GET', '/api/v1/namespaces/default/secrets/s', {
+    accept: 'application/json',
+  });
+  assert.deepEqual(JSON.parse(asJson.body.toString()).data, { password });
+  const asCbor = await raw(server, 'GET', '/api/v1/namespaces/default/secrets/s', { accept: cbor });
+  const tagged = Buffer.concat([Buffer.from('d647', 'hex'), Buffer.from('hunter2')]);
+  assert.ok(asCbor.body.includes(tagged), 'the password is tag 22 over its 7 raw bytes');
+});
+
 test('status and scale sub-resources take CBOR bodies; the metadata view is served, Table is not', async () => {
   const deployment = {
     apiVersion: 'apps/v1',
