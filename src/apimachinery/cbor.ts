@@ -5,6 +5,8 @@
 // infinities, integers outside int64, more than 64 nested levels and more than 1024 elements in one array or map
 // are refused). Errors carry the words of the Go CBOR library kube-apiserver uses.
 
+import { isUtf8 } from 'node:buffer';
+
 export const cborMediaType = 'application/cbor';
 /** Watch responses in CBOR: one self-delimiting data item per event (RFC 8742). */
 export const cborSequenceMediaType = 'application/cbor-seq';
@@ -19,8 +21,15 @@ const mapPairsMax = 1024;
 
 // ---- Encoding
 
+/**
+ * The encoder's working buffer, kept between calls (encoding is synchronous): growing a fresh buffer for every
+ * large list made the garbage collector the main cost. The result is copied out at its exact size.
+ */
+let scratch = Buffer.allocUnsafe(64 * 1024);
+const scratchBytesMax = 4 * 1024 * 1024;
+
 class Writer {
-  private buffer = Buffer.allocUnsafe(256);
+  private buffer = scratch;
   private length = 0;
 
   private reserve(bytes: number): void {
@@ -39,6 +48,13 @@ class Writer {
     this.reserve(value.length);
     this.buffer.set(value, this.length);
     this.length += value.length;
+  }
+
+  /** A string as a byte string of its UTF-8, written in place. */
+  byteString(value: string, byteLength: number): void {
+    this.head(2, byteLength);
+    this.reserve(byteLength);
+    this.length += this.buffer.write(value, this.length, byteLength, 'utf8');
   }
 
   /** A data item's head: major type and argument, in the shortest form (RFC 8949 4.2.1). */
@@ -76,8 +92,12 @@ class Writer {
     }
   }
 
+  /** The bytes written, in a buffer of their own; the working buffer goes back for the next encode. */
   result(): Buffer {
-    return this.buffer.subarray(0, this.length);
+    const out = Buffer.allocUnsafe(this.length);
+    this.buffer.copy(out, 0, 0, this.length);
+    if (this.buffer.length <= scratchBytesMax) scratch = this.buffer;
+    return out;
   }
 }
 
@@ -101,13 +121,19 @@ function float16Bits(value: number): number | undefined {
 
 interface EncodedKey {
   readonly key: string;
-  /** The key's UTF-8 bytes (encoded as a byte string, its head is its length). */
-  readonly bytes: Buffer;
+  /** The key's UTF-8 length (encoded as a byte string, its head is its length). */
+  readonly byteLength: number;
 }
 
-/** Bytewise lexical order of the encoded keys: the head holds the length, so shorter keys sort first. */
+/**
+ * Bytewise lexical order of the encoded keys: the head holds the length, so shorter keys sort first; among
+ * equal lengths UTF-8 order is code point order, which is JavaScript's order unless a surrogate is involved.
+ */
 function compareKeys(a: EncodedKey, b: EncodedKey): number {
-  return a.bytes.length - b.bytes.length || Buffer.compare(a.bytes, b.bytes);
+  if (a.byteLength !== b.byteLength) return a.byteLength - b.byteLength;
+  if (a.byteLength === a.key.length && b.byteLength === b.key.length)
+    return a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
+  return Buffer.compare(Buffer.from(a.key, 'utf8'), Buffer.from(b.key, 'utf8'));
 }
 
 /**
@@ -117,27 +143,22 @@ function compareKeys(a: EncodedKey, b: EncodedKey): number {
  */
 const byteMapFieldOf: Readonly<Record<string, string>> = { Secret: 'data', ConfigMap: 'binaryData' };
 
-function writeBase64Map(writer: Writer, value: Record<string, unknown>): void {
-  writeMap(writer, value, (item) => {
-    if (typeof item !== 'string') return false;
-    const bytes = Buffer.from(item, 'base64');
-    // Only canonical base64 is bytes in Go's typed object; anything else is written as it is.
-    if (bytes.toString('base64') !== item) return false;
-    writer.head(6, 22);
-    writer.head(2, bytes.length);
-    writer.bytes(bytes);
-    return true;
-  });
+/** Canonical base64 as tag 22 over its bytes (true), or nothing written (false): Go's typed object has bytes. */
+function writeBase64(writer: Writer, item: unknown): boolean {
+  if (typeof item !== 'string') return false;
+  const bytes = Buffer.from(item, 'base64');
+  if (bytes.toString('base64') !== item) return false;
+  writer.head(6, 22);
+  writer.head(2, bytes.length);
+  writer.bytes(bytes);
+  return true;
 }
 
 function writeValue(writer: Writer, value: unknown, itemKind?: string): void {
   switch (typeof value) {
-    case 'string': {
-      const bytes = Buffer.from(value, 'utf8');
-      writer.head(2, bytes.length);
-      writer.bytes(bytes);
+    case 'string':
+      writer.byteString(value, Buffer.byteLength(value, 'utf8'));
       return;
-    }
     case 'number':
       if (!Number.isFinite(value)) throw new Error(`cbor: unsupported value: ${String(value)}`);
       if (Number.isSafeInteger(value)) {
@@ -163,48 +184,58 @@ function writeValue(writer: Writer, value: unknown, itemKind?: string): void {
   }
 }
 
+/** How the values of one map are written: as they are, all as bytes, or by the object's kind. */
+interface MapMode {
+  /** Every value is a []byte (the map under a byte field). */
+  readonly base64?: boolean;
+  /** The field of this object that holds a map of []byte. */
+  readonly byteField?: string | undefined;
+  /** The kind of this list's items. */
+  readonly listItemKind?: string | undefined;
+}
+
+const plainMap: MapMode = {};
+const base64Map: MapMode = { base64: true };
+
 /** An object: its kind (or, for a list's items, the list's item kind) says which fields hold bytes. */
 function writeObject(writer: Writer, value: Record<string, unknown>, itemKind: string | undefined): void {
   const kind = typeof value.kind === 'string' ? value.kind : itemKind;
   if (kind === undefined) {
-    writeMap(writer, value);
+    writeMap(writer, value, plainMap);
     return;
   }
   const byteField = byteMapFieldOf[kind];
   const listItemKind = kind.endsWith('List') ? kind.slice(0, -'List'.length) : undefined;
-  writeMap(writer, value, (item, key) => {
-    if (key === byteField && item !== null && typeof item === 'object' && !Array.isArray(item)) {
-      writeBase64Map(writer, item as Record<string, unknown>);
-      return true;
-    }
-    if (key === 'items' && listItemKind !== undefined && Array.isArray(item)) {
-      writeValue(writer, item, listItemKind);
-      return true;
-    }
-    // A watch event's object (and a Table row's) carries its own kind.
-    return false;
-  });
+  writeMap(
+    writer,
+    value,
+    byteField === undefined && listItemKind === undefined ? plainMap : { byteField, listItemKind },
+  );
 }
 
-/** A map with keys in order; `special` may write a value itself (answering true) instead of the default. */
-function writeMap(
-  writer: Writer,
-  value: Record<string, unknown>,
-  special?: (item: unknown, key: string) => boolean,
-): void {
+function writeMap(writer: Writer, value: Record<string, unknown>, mode: MapMode): void {
   const keys: EncodedKey[] = [];
   for (const key of Object.keys(value)) {
     // As JSON.stringify does: a property holding undefined is not a field.
-    if (value[key] !== undefined) keys.push({ key, bytes: Buffer.from(key, 'utf8') });
+    if (value[key] !== undefined) keys.push({ key, byteLength: Buffer.byteLength(key, 'utf8') });
   }
   keys.sort(compareKeys);
   writer.head(5, keys.length);
-  for (const { key, bytes } of keys) {
-    writer.head(2, bytes.length);
-    writer.bytes(bytes);
+  for (const { key, byteLength } of keys) {
+    writer.byteString(key, byteLength);
     const item = value[key];
-    if (special === undefined || !special(item, key)) writeValue(writer, item);
+    if (mode === plainMap) writeValue(writer, item);
+    else if (mode.base64 === true) {
+      if (!writeBase64(writer, item)) writeValue(writer, item);
+    } else if (key === mode.byteField && isPlainObject(item)) writeMap(writer, item, base64Map);
+    else if (key === 'items' && mode.listItemKind !== undefined && Array.isArray(item))
+      writeValue(writer, item, mode.listItemKind);
+    else writeValue(writer, item);
   }
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 /** One data item, self-described (tag 55799), in kube-apiserver's deterministic encoding. */
@@ -267,14 +298,15 @@ export interface CborDecoded {
   readonly type: CborTypeName;
 }
 
-const utf8 = new TextDecoder('utf-8', { fatal: true });
 const int64Max = 2n ** 63n - 1n;
 
 interface Head {
   readonly major: number;
   readonly info: number;
   /** The argument (a length, a count, an integer, a tag number); undefined for indefinite lengths. */
-  readonly argument: bigint | undefined;
+  readonly argument: number | undefined;
+  /** An 8-byte argument beyond Number.MAX_SAFE_INTEGER, exactly (then `argument` is only its rough value). */
+  readonly wide?: bigint;
 }
 
 class Reader {
@@ -310,7 +342,7 @@ class Reader {
     const initial = this.data[this.offset++] ?? 0;
     const major = initial >> 5;
     const info = initial & 0x1f;
-    if (info < 24) return { major, info, argument: BigInt(info) };
+    if (info < 24) return { major, info, argument: info };
     if (info === 31) {
       if (major === 7) throw new CborDecodeError('cbor: unexpected "break" code', 'envelope');
       if (major === 0 || major === 1 || major === 6) throw this.invalidInfo(major, info);
@@ -319,18 +351,23 @@ class Reader {
     if (info > 27) throw this.invalidInfo(major, info);
     const size = 1 << (info - 24);
     this.need(size);
-    let argument: bigint;
-    if (size === 1) argument = BigInt(this.data[this.offset] ?? 0);
-    else if (size === 2) argument = BigInt(this.data.readUInt16BE(this.offset));
-    else if (size === 4) argument = BigInt(this.data.readUInt32BE(this.offset));
-    else argument = this.data.readBigUInt64BE(this.offset);
-    if (major === 7 && info === 24 && argument < 32n) {
+    let argument: number;
+    let wide: bigint | undefined;
+    if (size === 1) argument = this.data[this.offset] ?? 0;
+    else if (size === 2) argument = this.data.readUInt16BE(this.offset);
+    else if (size === 4) argument = this.data.readUInt32BE(this.offset);
+    else {
+      const high = this.data.readUInt32BE(this.offset);
+      argument = high * 2 ** 32 + this.data.readUInt32BE(this.offset + 4);
+      if (high >= 0x200000) wide = this.data.readBigUInt64BE(this.offset);
+    }
+    if (major === 7 && info === 24 && argument < 32) {
       this.offset += size;
       throw new CborDecodeError(`cbor: invalid simple value ${argument} for type primitives`, 'envelope');
     }
     // Floats are read from the bytes by the caller.
     if (major !== 7) this.offset += size;
-    return { major, info, argument };
+    return wide === undefined ? { major, info, argument } : { major, info, argument, wide };
   }
 
   private invalidInfo(major: number, info: number): CborDecodeError {
@@ -341,9 +378,9 @@ class Reader {
   }
 
   /** A definite length that must fit in what is left of the data. */
-  length(argument: bigint): number {
-    if (argument > BigInt(this.remaining)) throw new CborDecodeError('unexpected EOF', 'envelope');
-    return Number(argument);
+  length(argument: number): number {
+    if (argument > this.remaining) throw new CborDecodeError('unexpected EOF', 'envelope');
+    return argument;
   }
 
   take(bytes: number): Buffer {
@@ -399,11 +436,8 @@ function readStringBytes(reader: Reader, head: Head): Buffer {
 
 function readText(reader: Reader, head: Head): string {
   const bytes = readStringBytes(reader, head);
-  try {
-    return utf8.decode(bytes);
-  } catch {
-    throw new CborDecodeError('cbor: invalid UTF-8 string', 'envelope');
-  }
+  if (!isUtf8(bytes)) throw new CborDecodeError('cbor: invalid UTF-8 string', 'envelope');
+  return bytes.toString('utf8');
 }
 
 function enter(reader: Reader): void {
@@ -412,7 +446,18 @@ function enter(reader: Reader): void {
     throw new CborDecodeError(`cbor: exceeded max nested level ${nestedLevelsMax}`, 'envelope');
 }
 
-function integer(reader: Reader, value: bigint, type: CborTypeName, topLevel: boolean): number {
+/** An integer head's value: exact below 2^53 without BigInt; wider ones are checked against int64. */
+function integer(reader: Reader, head: Head, topLevel: boolean): number {
+  const negative = head.major === 1;
+  if (head.wide === undefined) {
+    const magnitude = head.argument ?? 0;
+    return negative ? -1 - magnitude : magnitude;
+  }
+  const value = negative ? -1n - head.wide : head.wide;
+  return checkedInt64(reader, value, negative ? 'negative integer' : 'positive integer', topLevel);
+}
+
+function checkedInt64(reader: Reader, value: bigint, type: CborTypeName, topLevel: boolean): number {
   if (value > int64Max || value < -int64Max - 1n) {
     reader.refuse(
       `cbor: cannot unmarshal ${type} into Go value of type int64 (${value} overflows Go's int64)`,
@@ -429,9 +474,8 @@ function readItem(reader: Reader, topLevel: boolean, encoding?: 'base64url' | 'b
   const argument = head.argument;
   switch (head.major) {
     case 0:
-      return integer(reader, argument ?? 0n, 'positive integer', topLevel);
     case 1:
-      return integer(reader, -1n - (argument ?? 0n), 'negative integer', topLevel);
+      return integer(reader, head, topLevel);
     case 2: {
       const bytes = readStringBytes(reader, head);
       if (encoding === 'base64url') return bytes.toString('base64url');
@@ -444,7 +488,7 @@ function readItem(reader: Reader, topLevel: boolean, encoding?: 'base64url' | 'b
     case 5:
       return readMap(reader, argument, topLevel);
     case 6:
-      return readTag(reader, argument ?? 0n, topLevel);
+      return readTag(reader, head.wide ?? BigInt(argument ?? 0), topLevel);
     case 7:
       return readPrimitive(reader, head, topLevel);
     default:
@@ -452,7 +496,7 @@ function readItem(reader: Reader, topLevel: boolean, encoding?: 'base64url' | 'b
   }
 }
 
-function readArray(reader: Reader, count: bigint | undefined): unknown[] {
+function readArray(reader: Reader, count: number | undefined): unknown[] {
   enter(reader);
   const items: unknown[] = [];
   const tooMany = (): CborDecodeError =>
@@ -467,14 +511,14 @@ function readArray(reader: Reader, count: bigint | undefined): unknown[] {
     }
     reader.take(1);
   } else {
-    if (count > BigInt(arrayElementsMax)) throw tooMany();
-    for (let i = 0; i < Number(count); i++) items.push(readItem(reader, false));
+    if (count > arrayElementsMax) throw tooMany();
+    for (let i = 0; i < count; i++) items.push(readItem(reader, false));
   }
   reader.depth--;
   return items;
 }
 
-function readMap(reader: Reader, count: bigint | undefined, topLevel: boolean): Record<string, unknown> {
+function readMap(reader: Reader, count: number | undefined, topLevel: boolean): Record<string, unknown> {
   enter(reader);
   const map: Record<string, unknown> = {};
   const tooMany = (): CborDecodeError =>
@@ -482,8 +526,8 @@ function readMap(reader: Reader, count: bigint | undefined, topLevel: boolean): 
       `cbor: exceeded max number of key-value pairs ${mapPairsMax} for CBOR map`,
       'envelope',
     );
-  if (count !== undefined && count > BigInt(mapPairsMax)) throw tooMany();
-  for (let index = 0; count === undefined ? !reader.isBreak() : index < Number(count); index++) {
+  if (count !== undefined && count > mapPairsMax) throw tooMany();
+  for (let index = 0; count === undefined ? !reader.isBreak() : index < count; index++) {
     if (count === undefined && index === mapPairsMax) throw tooMany();
     const keyMajor = reader.peekMajor();
     const key = readItem(reader, false);
@@ -500,7 +544,9 @@ function readMap(reader: Reader, count: bigint | undefined, topLevel: boolean): 
       continue;
     }
     // `__proto__` is a field like any other (as JSON.parse makes it), not the prototype.
-    Object.defineProperty(map, key, { value, enumerable: true, writable: true, configurable: true });
+    if (key === '__proto__')
+      Object.defineProperty(map, key, { value, enumerable: true, writable: true, configurable: true });
+    else map[key] = value;
   }
   if (count === undefined) reader.take(1);
   reader.depth--;
@@ -529,7 +575,7 @@ function readTag(reader: Reader, tag: bigint, topLevel: boolean): unknown {
     mustBe([2], 'byte string');
     const bytes = readStringBytes(reader, reader.head());
     const magnitude = bytes.length === 0 ? 0n : BigInt(`0x${bytes.toString('hex')}`);
-    value = integer(reader, tag === 2n ? magnitude : -1n - magnitude, 'tag', topLevel);
+    value = checkedInt64(reader, tag === 2n ? magnitude : -1n - magnitude, 'tag', topLevel);
   } else if ((tag === 21n || tag === 22n || tag === 23n) && contentMajor === 2) {
     // Expected later encoding: the bytes become the string JSON would carry.
     value = readItem(reader, topLevel, tag === 21n ? 'base64url' : tag === 22n ? 'base64' : 'hex');
@@ -570,7 +616,7 @@ function readPrimitive(reader: Reader, head: Head, topLevel: boolean): unknown {
     }
     default:
       reader.refuse(
-        `cbor: data item of cbor type primitives is not accepted by protocol: simple value ${head.argument ?? 0n}`,
+        `cbor: data item of cbor type primitives is not accepted by protocol: simple value ${head.argument ?? 0}`,
         topLevel,
       );
       if (head.info === 24) reader.take(1);
