@@ -26,7 +26,10 @@ function fromOracle(value: unknown): unknown {
   if (typeof value === 'bigint') return Number(value);
   if (value instanceof Map) {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of value as Map<unknown, unknown>) out[String(fromOracle(k))] = fromOracle(v);
+    for (const [k, v] of value as Map<unknown, unknown>) {
+      const field = { value: fromOracle(v), enumerable: true, writable: true, configurable: true };
+      Object.defineProperty(out, String(fromOracle(k)), field);
+    }
     return out;
   }
   if (Array.isArray(value)) return value.map(fromOracle);
@@ -178,6 +181,19 @@ test('refused, with the Go CBOR library words: malformed bytes and top-level key
   // Malformed bytes win over a refusal met earlier, as a well-formedness pass runs first.
   assert.throws(() => decodeCbor(hex('a2 6161 f97e00 6162 1c')), { stage: 'envelope' });
   assert.deepEqual(decodeCborLenient(hex('a2 6161 01 6162 f97e00')), { a: 1, b: null });
+});
+
+test('arbitrary bytes decode or are refused with a CborDecodeError, never another exception', () => {
+  fc.assert(
+    fc.property(fc.uint8Array({ maxLength: 64 }), (bytes) => {
+      try {
+        decodeCbor(bytes);
+      } catch (error) {
+        assert.ok(error instanceof CborDecodeError, String(error));
+      }
+    }),
+    { numRuns: 3000 },
+  );
 });
 
 test('a `__proto__` key is a field, not the prototype', () => {
