@@ -135,7 +135,7 @@ function decodeProtobufBody(groupDomain: string, body: Buffer, expected: BodyKin
 
 /**
  * Reads a request body of one of the `allowed` types, or protobuf when `expected` has a protobuf message (kubectl
- * sends typed objects as protobuf). An empty body decodes to undefined when `emptyAllowed` (DELETE without
+ * sends typed objects as protobuf), or CBOR wherever JSON is allowed when the CBOR gate is on. An empty body decodes to undefined when `emptyAllowed` (DELETE without
  * options). Handlers of virtual kinds (access reviews, token requests) read their bodies with it too.
  */
 export async function readTypedBody(
