@@ -3,6 +3,7 @@
 
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import { gzipSync } from 'node:zlib';
+import { encodeCbor } from '../apimachinery/cbor.js';
 import { encodeJson, encodeYaml } from '../apimachinery/codec.js';
 import { negotiateResponse, type ResponseFormat } from '../apimachinery/negotiation.js';
 import { canEncodeProtobuf, encodeObject, protobufMediaType } from '../apimachinery/protobuf.js';
@@ -26,6 +27,8 @@ export interface RequestContext {
   metricResource: string;
   /** Whether gzip may be used (feature gate APIResponseCompression). */
   readonly compression: boolean;
+  /** Whether CBOR is served (feature gate CBORServingAndStorage): request bodies, responses, watch. */
+  readonly cbor: boolean;
   readonly metaGroup: string;
 }
 
@@ -33,7 +36,7 @@ export interface RequestContext {
 export function newRequestContext(
   req: Http2ServerRequest,
   res: Http2ServerResponse,
-  options: { readonly compression: boolean; readonly metaGroup: string },
+  options: { readonly compression: boolean; readonly metaGroup: string; readonly cbor?: boolean },
 ): RequestContext {
   const url = new URL(req.url, 'https://localhost');
   return {
@@ -46,6 +49,7 @@ export function newRequestContext(
     warnings: [],
     metricResource: '',
     compression: options.compression,
+    cbor: options.cbor ?? false,
     metaGroup: options.metaGroup,
   };
 }
@@ -89,6 +93,7 @@ function encodeResponse(
 ): Buffer {
   if (format.serialization === 'protobuf')
     return encodeObject(groupDomainOf(ctx), value as Record<string, unknown>);
+  if (format.serialization === 'cbor') return encodeCbor(value);
   return Buffer.from(encodeBody(format, value, pretty));
 }
 
@@ -102,6 +107,7 @@ export function respond(ctx: RequestContext, code: number, value: unknown, forma
           metaGroup: ctx.metaGroup,
           tableAllowed: false,
           protobuf: protobufOption(ctx, canEncodeProtobuf(groupDomainOf(ctx), value)),
+          cbor: ctx.cbor,
         });
       } catch {
         return { serialization: 'json', as: 'object', contentType: 'application/json' } as const;

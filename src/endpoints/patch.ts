@@ -1,6 +1,7 @@
 // PATCH of an object (and of its `status` sub-resource): JSON patch, JSON merge patch, strategic merge patch and
 // server-side apply, each honouring dryRun, fieldValidation, fieldManager and a resourceVersion precondition.
 
+import { CborDecodeError, decodeCbor } from '../apimachinery/cbor.js';
 import { decodeJson, decodeYaml, type Decoded } from '../apimachinery/codec.js';
 import {
   applyJsonPatch,
@@ -120,6 +121,16 @@ export function decodeBody(type: BodyType, text: string): Decoded {
   return type === 'yaml' || type === 'apply-patch' ? decodeYaml(text) : decodeJson(text);
 }
 
+/** An apply patch in CBOR: kube-apiserver refuses one it cannot decode (duplicate keys included) with a 400. */
+function decodeCborPatch(body: Buffer): Decoded {
+  try {
+    return { value: decodeCbor(body).value, duplicateFields: [] };
+  } catch (error) {
+    if (!(error instanceof CborDecodeError)) throw error;
+    throw errors.badRequest(`error decoding patch: ${error.message}`);
+  }
+}
+
 /** Unknown and duplicate fields: dropped, warned about (one Warning each) or rejected with all of them listed. */
 export function checkFields(
   ctx: RequestContext,
@@ -145,9 +156,10 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 /** The patch types a kind takes: strategic merge patch only where the kind declares its strategies. */
 export function patchTypesOf(decl: KindDeclaration): BodyType[] {
+  // apply-patch+cbor is listed too; negotiateBody offers it only when CBOR is served.
   return decl.strategicMergePatch === false
-    ? ['json-patch', 'merge-patch', 'apply-patch']
-    : ['json-patch', 'merge-patch', 'strategic-merge-patch', 'apply-patch'];
+    ? ['json-patch', 'merge-patch', 'apply-patch', 'apply-patch-cbor']
+    : ['json-patch', 'merge-patch', 'strategic-merge-patch', 'apply-patch', 'apply-patch-cbor'];
 }
 
 /** Applies one non-apply patch document to the current object. */
@@ -190,12 +202,21 @@ export async function servePatch(
   body: Buffer,
   admission: { readonly admit?: WriteAdmission } = {},
 ): Promise<void> {
-  const type = negotiateBody(ctx.req.headers['content-type'], patchTypesOf(registry.decl));
-  assert(type !== 'json' && type !== 'yaml' && type !== 'protobuf', 'patch body types only');
-  validateWriteOptions(ctx, 'PatchOptions', type === 'apply-patch');
+  const type = negotiateBody(ctx.req.headers['content-type'], patchTypesOf(registry.decl), {
+    cbor: ctx.cbor,
+  });
+  assert(
+    type !== 'json' && type !== 'yaml' && type !== 'protobuf' && type !== 'cbor',
+    'patch body types only',
+  );
+  const apply = type === 'apply-patch' || type === 'apply-patch-cbor';
+  validateWriteOptions(ctx, 'PatchOptions', apply);
   const dryRun = dryRunOf(ctx.query);
-  const decoded = decodeBody(type === 'apply-patch' ? 'apply-patch' : 'json', body.toString('utf8'));
-  if (type === 'apply-patch') {
+  const decoded =
+    type === 'apply-patch-cbor'
+      ? decodeCborPatch(body)
+      : decodeBody(type === 'apply-patch' ? 'apply-patch' : 'json', body.toString('utf8'));
+  if (apply) {
     await serveApply(ctx, registry, namespace, name, subresource, decoded, dryRun, admission);
     return;
   }

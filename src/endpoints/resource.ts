@@ -3,6 +3,7 @@
 
 import type { Decoded } from '../apimachinery/codec.js';
 import { asApiObject, type ApiObject } from '../apimachinery/meta.js';
+import { CborDecodeError, decodeCbor, decodeCborLenient, type CborDecoded } from '../apimachinery/cbor.js';
 import { negotiateBody, negotiateResponse, type BodyType } from '../apimachinery/negotiation.js';
 import { mergePatch } from '../apimachinery/patch.js';
 import {
@@ -14,7 +15,7 @@ import {
 import { compileValidator, type ObjectValidator, type Schema } from '../apimachinery/schema.js';
 import { apiVersionOf, type CreateSubresource } from '../apimachinery/kind.js';
 import { parseFieldSelector, parseLabelSelector, type Requirement } from '../apimachinery/selectors.js';
-import { errors, successStatus } from '../apimachinery/status.js';
+import { errors, successStatus, type ApiError } from '../apimachinery/status.js';
 import { toTable } from '../apimachinery/table.js';
 import {
   ResourceRegistry,
@@ -134,7 +135,7 @@ function decodeProtobufBody(groupDomain: string, body: Buffer, expected: BodyKin
 
 /**
  * Reads a request body of one of the `allowed` types, or protobuf when `expected` has a protobuf message (kubectl
- * sends typed objects as protobuf). An empty body decodes to undefined when `emptyAllowed` (DELETE without
+ * sends typed objects as protobuf), or CBOR wherever JSON is allowed when the CBOR gate is on. An empty body decodes to undefined when `emptyAllowed` (DELETE without
  * options). Handlers of virtual kinds (access reviews, token requests) read their bodies with it too.
  */
 export async function readTypedBody(
@@ -148,18 +149,61 @@ export async function readTypedBody(
     expected !== undefined &&
     protobufMessageOf(groupDomain, expected.group, expected.version, expected.kind) !== undefined;
   const protobufType = hasMessage ? protobufMediaType(groupDomain) : undefined;
+  // Every body that may be JSON may be CBOR when CBOR is served.
+  const withCbor: readonly BodyType[] = ctx.cbor && allowed.includes('json') ? [...allowed, 'cbor'] : allowed;
   const type = negotiateBody(
     ctx.req.headers['content-type'],
-    hasMessage ? [...allowed, 'protobuf'] : allowed,
-    protobufType,
+    hasMessage ? [...withCbor, 'protobuf'] : withCbor,
+    { protobufMediaType: protobufType, cbor: ctx.cbor },
   );
   const body = await readBody(ctx);
-  const text = type === 'protobuf' ? '' : body.toString('utf8');
-  if (emptyAllowed && (type === 'protobuf' ? body.length === 0 : text.trim() === ''))
+  const binary = type === 'protobuf' || type === 'cbor';
+  const text = binary ? '' : body.toString('utf8');
+  if (emptyAllowed && (binary ? body.length === 0 : text.trim() === ''))
     return { type, decoded: { value: undefined, duplicateFields: [] }, empty: true };
   if (type === 'protobuf' && expected !== undefined)
     return { type, decoded: decodeProtobufBody(groupDomain, body, expected), empty: false };
+  if (type === 'cbor') return { type, decoded: decodeCborBody(body, expected), empty: false };
   return { type, decoded: decodeBody(type, text), empty: false };
+}
+
+/**
+ * Decodes a CBOR body with kube-apiserver's errors: when not even apiVersion and kind can be read, the object is
+ * unrecognized; when they can but the rest cannot, it cannot be handled as the expected kind. CBOR has no
+ * duplicate-field warnings: a duplicate map key is a malformed body.
+ */
+function decodeCborBody(body: Buffer, expected: BodyKind | undefined): Decoded {
+  const expectedKind = expected?.kind ?? 'Object';
+  const unrecognized = (reason: string): ApiError =>
+    errors.unrecognizedBody(expectedKind, `unable to determine group/version/kind: ${reason}`, body);
+  let decoded: CborDecoded;
+  try {
+    decoded = decodeCbor(body);
+  } catch (error) {
+    if (!(error instanceof CborDecodeError)) throw error;
+    if (error.stage === 'envelope') throw unrecognized(error.message);
+    // The type could be read: decode what can be, to name it as kube-apiserver does.
+    const typeMeta = typeMetaOf(body);
+    if (typeMeta === undefined) throw unrecognized(error.message);
+    throw errors.undecodableObject(
+      typeMeta.kind === '' ? expectedKind : typeMeta.kind,
+      typeMeta.version === '' ? (expected?.version ?? '') : typeMeta.version,
+      expectedKind,
+      error.message,
+    );
+  }
+  if (decoded.type !== 'map')
+    throw unrecognized(`cbor: cannot unmarshal ${decoded.type} into Go value of type v1.TypeMeta`);
+  return { value: decoded.value, duplicateFields: [] };
+}
+
+/** The kind and version of a CBOR body whose content is refused (for the error message), read leniently. */
+function typeMetaOf(body: Buffer): { kind: string; version: string } | undefined {
+  const value = decodeCborLenient(body);
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
+  const { kind, apiVersion } = value as { kind?: unknown; apiVersion?: unknown };
+  const version = typeof apiVersion === 'string' ? apiVersion.slice(apiVersion.indexOf('/') + 1) : '';
+  return { kind: typeof kind === 'string' && kind !== '' ? kind : '', version };
 }
 
 /** What a create body must be: the registry's own kind, or a create-only sub-resource's. */
@@ -340,6 +384,7 @@ export async function serveResource(
         metaGroup: ctx.metaGroup,
         tableAllowed: sub === '',
         protobuf: protobufOption(ctx, hasProtobuf(deps, registry, decl.kind)),
+        cbor: ctx.cbor,
       });
       const object = await registry.get(namespace, info.name, q.get('resourceVersion') ?? undefined);
       if (format.as === 'PartialObjectMetadata') {
@@ -364,6 +409,7 @@ export async function serveResource(
         metaGroup: ctx.metaGroup,
         tableAllowed: true,
         protobuf: protobufOption(ctx, hasProtobuf(deps, registry, `${decl.kind}List`)),
+        cbor: ctx.cbor,
       });
       const result = await registry.list(listRequestOf(ctx, registry, info));
       const listMeta: Record<string, unknown> = { resourceVersion: String(result.resourceVersion) };
@@ -410,6 +456,7 @@ export async function serveResource(
         metaGroup: ctx.metaGroup,
         tableAllowed: true,
         protobuf: protobufOption(ctx, hasProtobuf(deps, registry, decl.kind)),
+        cbor: ctx.cbor,
       });
       const list = listRequestOf(ctx, registry, info);
       const fieldSelector =

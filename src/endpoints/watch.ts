@@ -13,6 +13,7 @@ import { toTable } from '../apimachinery/table.js';
 import type { ResourceRegistry } from '../registry/store.js';
 import { revision, type Revision } from '../util/brand.js';
 import type { CacheEvent } from '../watchcache/cache.js';
+import { cborSequenceMediaType, encodeCborWatchEvent } from '../apimachinery/cbor.js';
 import { encodeWatchFrame } from '../apimachinery/protobuf.js';
 import { encodeBody, groupDomainOf, type RequestContext } from './context.js';
 
@@ -115,11 +116,14 @@ export async function serveWatch(
           })
         : object;
   const protobuf = request.format.serialization === 'protobuf';
+  const cbor = request.format.serialization === 'cbor';
   const groupDomain = groupDomainOf(ctx);
-  // One event: a JSON line, or (protobuf) a length-prefixed frame holding a WatchEvent in the envelope.
+  // One event: a JSON line, (protobuf) a length-prefixed frame holding a WatchEvent in the envelope, or (CBOR)
+  // one self-delimiting data item of a CBOR sequence.
   const line = (type: string, object: unknown): string | Buffer => {
     if (protobuf)
       return encodeWatchFrame(groupDomain, registry.apiVersion, type, object as Record<string, unknown>);
+    if (cbor) return encodeCborWatchEvent(type, object);
     const text = encodeBody({ ...request.format, serialization: 'json' }, { type, object }, pretty);
     return text.endsWith('\n') ? text : `${text}\n`;
   };
@@ -145,9 +149,12 @@ export async function serveWatch(
     'content-type',
     protobuf
       ? `${request.format.contentType.split(';')[0] ?? ''};stream=watch`
-      : request.format.serialization === 'json'
-        ? request.format.contentType
-        : 'application/json',
+      : cbor
+        ? // Asked for application/cbor (one data item), kube-apiserver answers with the sequence type.
+          cborSequenceMediaType
+        : request.format.serialization === 'json'
+          ? request.format.contentType
+          : 'application/json',
   );
   res.setHeader('cache-control', 'no-cache, private');
   if (ctx.warnings.length > 0) res.setHeader('warning', ctx.warnings);

@@ -240,6 +240,7 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
     (req: Http2ServerRequest, res: Http2ServerResponse) => {
       const ctx = newRequestContext(req, res, {
         compression: gates.enabled('APIResponseCompression'),
+        cbor: gates.enabled('CBORServingAndStorage'),
         metaGroup,
       });
       if (ctx.info.verb === 'watch') {

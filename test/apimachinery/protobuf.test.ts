@@ -716,7 +716,9 @@ test('the media type follows --group-domain; negotiation prefers the client orde
     (e: unknown) => e instanceof ApiError && e.code === 406,
   );
   assert.equal(
-    negotiateBody('application/vnd.service.protobuf', ['json', 'protobuf'], pb.mediaType),
+    negotiateBody('application/vnd.service.protobuf', ['json', 'protobuf'], {
+      protobufMediaType: pb.mediaType,
+    }),
     'protobuf',
   );
   assert.throws(
