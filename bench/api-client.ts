@@ -5,7 +5,7 @@
 import { connect, type ClientHttp2Session } from 'node:http2';
 import { startApiTarget, type ApiTarget, type Credentials } from './api-targets.js';
 import { seededRandom } from './clusters.js';
-import { progress, type LatencySummary, type LoadResult, type Target } from './measure.js';
+import { etcdVersion, progress, type LatencySummary, type LoadResult, type Target } from './measure.js';
 
 export interface Client {
   request(
@@ -175,3 +175,11 @@ export async function runOnTargets(
 }
 
 export const transportDescription = `HTTPS, HTTP/2, ${sessionsPerTarget} sessions per target, admin client certificate; all requests to the first node`;
+
+/** What each target is, for a report's configuration. */
+export function targetDescriptions(nodes: number): { readonly stoa: string; readonly etcd: string } {
+  return {
+    stoa: `stoa serve on its own store: ${nodes === 1 ? 'embedded engine' : `${nodes}-node replicated cluster`}`,
+    etcd: `stoa serve --etcd-servers on a ${nodes}-member etcd cluster (${etcdVersion()})`,
+  };
+}

@@ -12,6 +12,7 @@ import {
   expectStatus,
   runOnTargets,
   sleep,
+  targetDescriptions,
   transportDescription,
   type Driver,
   type Loads,
@@ -19,7 +20,6 @@ import {
 } from './api-client.js';
 import {
   defaultOut,
-  etcdVersion,
   loadavg,
   reportHeader,
   progress,
@@ -370,8 +370,7 @@ export async function runApiBench(args: BenchArgs): Promise<void> {
     ...reportHeader('api', started, loadBefore, args.seed),
     configuration: {
       targets: args.targets,
-      stoa: `stoa serve on its own store: ${config.nodes === 1 ? 'embedded engine' : `${config.nodes}-node replicated cluster`}`,
-      etcd: `stoa serve --etcd-servers on a ${config.nodes}-member etcd cluster (${etcdVersion()})`,
+      ...targetDescriptions(config.nodes),
       nodes: config.nodes,
       quick,
       durationSecondsPerPhase: config.durationMs / 1000,

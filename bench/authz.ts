@@ -12,13 +12,13 @@ import {
   expectStatus,
   runOnTargets,
   sleep,
+  targetDescriptions,
   transportDescription,
   type Driver,
   type Phase,
 } from './api-client.js';
 import {
   defaultOut,
-  etcdVersion,
   loadavg,
   progress,
   reportHeader,
@@ -424,8 +424,7 @@ export async function runAuthzBench(args: BenchArgs): Promise<void> {
     ...reportHeader('authz', started, loadBefore, args.seed),
     configuration: {
       targets: args.targets,
-      stoa: `stoa serve on its own store: ${config.nodes === 1 ? 'embedded engine' : `${config.nodes}-node replicated cluster`}`,
-      etcd: `stoa serve --etcd-servers on a ${config.nodes}-member etcd cluster (${etcdVersion()})`,
+      ...targetDescriptions(config.nodes),
       nodes: config.nodes,
       quick,
       durationSecondsPerPhase: config.durationMs / 1000,

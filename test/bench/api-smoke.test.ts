@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { tempDir } from '../support/tmp.js';
+import { assertSideBySideRows } from '../support/bench.js';
 
 const benchMain = fileURLToPath(new URL('../../bench/main.js', import.meta.url));
 
@@ -39,7 +40,7 @@ test('npm run bench -- api --quick --nodes 1 writes every row, the JSON and the 
   assert.deepEqual(report.configuration.targets, ['stoa', 'etcd']);
   assert.equal(report.configuration.nodes, 1);
   assert.equal(report.configuration.concurrency, 8);
-  for (const prefix of [
+  assertSideBySideRows(report.rows, stdout, [
     'create throughput',
     'create latency p99',
     'get throughput',
@@ -56,17 +57,7 @@ test('npm run bench -- api --quick --nodes 1 writes every row, the JSON and the 
     'JSON patch throughput',
     'strategic merge patch latency p50',
     'server-side apply throughput',
-  ]) {
-    const row = report.rows.find((r) => r.name.startsWith(prefix));
-    assert.ok(row !== undefined, `row ${prefix} missing`);
-    for (const figure of [row.stoa, row.etcd, row.ratio]) {
-      assert.ok(
-        typeof figure === 'number' && Number.isFinite(figure) && figure > 0,
-        `${row.name}: ${figure}`,
-      );
-    }
-    assert.ok(stdout.includes(row.name), `the table printed ${row.name}`);
-  }
+  ]);
   for (const phase of Object.values(report.loads))
     assert.deepEqual(Object.keys(phase).sort(), ['etcd', 'stoa']);
   assert.match(stderr, /\[12\/12\]/, 'progress is shown per phase');

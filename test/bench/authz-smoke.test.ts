@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { tempDir } from '../support/tmp.js';
+import { assertSideBySideRows } from '../support/bench.js';
 
 const benchMain = fileURLToPath(new URL('../../bench/main.js', import.meta.url));
 
@@ -60,17 +61,7 @@ test('npm run bench -- authz --quick writes every row for both targets', async (
       `new RoleBinding to first allowed SAR p99, ${size} bindings`,
     );
   }
-  for (const prefix of prefixes) {
-    const row = report.rows.find((r) => r.name.startsWith(prefix));
-    assert.ok(row !== undefined, `row ${prefix} missing`);
-    for (const figure of [row.stoa, row.etcd, row.ratio]) {
-      assert.ok(
-        typeof figure === 'number' && Number.isFinite(figure) && figure > 0,
-        `${row.name}: ${figure}`,
-      );
-    }
-    assert.ok(stdout.includes(row.name), `the table printed ${row.name}`);
-  }
+  assertSideBySideRows(report.rows, stdout, prefixes);
   assert.equal(Object.keys(report.loads).length, 10);
   for (const phase of Object.values(report.loads))
     assert.deepEqual(Object.keys(phase).sort(), ['etcd', 'stoa']);

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { tempDir } from '../support/tmp.js';
+import { assertSideBySideRows } from '../support/bench.js';
 
 const benchMain = fileURLToPath(new URL('../../bench/main.js', import.meta.url));
 
@@ -37,7 +38,6 @@ test('npm run bench -- cluster --quick writes every row, the JSON and the HTML r
   assert.equal(report.configuration.nodes, 3);
   assert.equal(report.configuration.heartbeatIntervalMs, 100);
   assert.equal(report.configuration.electionTimeoutMs, 1000);
-  const names = report.rows.map((r) => r.name);
   const expected = [];
   for (const size of ['256 B', '2 KiB']) {
     for (const clients of ['1 client(s)', '64 client(s)']) {
@@ -54,14 +54,7 @@ test('npm run bench -- cluster --quick writes every row, the JSON and the HTML r
     'failover window, median',
     'failover window, worst',
   );
-  for (const prefix of expected) {
-    const row = report.rows.find((r) => r.name.startsWith(prefix));
-    assert.ok(row !== undefined, `row ${prefix} missing from ${names.join('; ')}`);
-    for (const figure of [row.stoa, row.etcd, row.ratio]) {
-      assert.ok(Number.isFinite(figure) && figure > 0, `${row.name}: ${figure}`);
-    }
-    assert.ok(stdout.includes(row.name), `the table printed ${row.name}`);
-  }
+  assertSideBySideRows(report.rows, stdout, expected);
   assert.equal(report.rows.length, expected.length);
   for (const target of ['stoa', 'etcd'] as const) assert.equal(report.failover[target].kills.length, 1);
 

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { tempDir } from '../support/tmp.js';
+import { assertSideBySideRows } from '../support/bench.js';
 
 const benchMain = fileURLToPath(new URL('../../bench/main.js', import.meta.url));
 
@@ -32,8 +33,7 @@ test('npm run bench -- store --quick writes every row', async (t) => {
   assert.equal(report.scenario, 'store');
   assert.ok(report.machine.cpus > 0);
   assert.equal(report.loadAverage.before.length, 3);
-  const names = report.rows.map((r) => r.name);
-  for (const expected of [
+  assertSideBySideRows(report.rows, stdout, [
     'put latency p50',
     'put latency p99',
     'put throughput, 64 writers, 256 B',
@@ -42,14 +42,7 @@ test('npm run bench -- store --quick writes every row', async (t) => {
     'range throughput, 100 keys',
     'watch delivery latency p50',
     'watch delivery latency p99',
-  ]) {
-    const row = report.rows.find((r) => r.name.startsWith(expected));
-    assert.ok(row !== undefined, `row ${expected} missing from ${names.join('; ')}`);
-    for (const figure of [row.stoa, row.etcd, row.ratio]) {
-      assert.ok(Number.isFinite(figure) && figure > 0, `${row.name}: ${figure}`);
-    }
-    assert.ok(stdout.includes(row.name), 'the table printed every row');
-  }
+  ]);
   const html = await readFile(join(dir.path, 'store.html'), 'utf8');
   assert.ok((html.match(/<svg /g) ?? []).length >= 10, 'the report has latency and throughput plots');
 });

@@ -13,6 +13,8 @@ export interface Response {
   readonly status: number;
   readonly headers: Record<string, string | string[] | undefined>;
   readonly text: string;
+  /** The body as received (for binary media types: protobuf, CBOR). */
+  readonly bytes: Buffer;
   /** The body parsed as JSON (undefined if it is not JSON). */
   readonly body: any;
 }
@@ -150,7 +152,7 @@ export function send(
           } catch {
             parsed = undefined;
           }
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body: parsed });
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, bytes: raw, body: parsed });
         });
         res.on('error', reject);
       },

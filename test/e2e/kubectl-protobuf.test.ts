@@ -33,44 +33,14 @@ interface RawResponse {
 }
 
 /** One HTTPS request with the admin certificate; the body comes back as bytes. */
-function raw(
+async function raw(
   method: string,
   path: string,
   headers: Record<string, string>,
   body?: Buffer | string,
 ): Promise<RawResponse> {
-  return new Promise((resolvePromise, reject) => {
-    const req = httpsRequest(
-      `${server.url}${path}`,
-      {
-        method,
-        headers: {
-          ...headers,
-          ...(body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) }),
-        },
-        ca: server.admin.ca,
-        cert: server.admin.cert,
-        key: server.admin.key,
-        agent: false,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () =>
-          resolvePromise({
-            status: res.statusCode ?? 0,
-            contentType: String(res.headers['content-type'] ?? ''),
-            body: Buffer.concat(chunks),
-          }),
-        );
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    req.setTimeout(20_000, () => req.destroy(new Error(`timeout: ${method} ${path}`)));
-    if (body !== undefined) req.write(body);
-    req.end();
-  });
+  const reply = await server.request(method, path, { headers, ...(body === undefined ? {} : { rawBody: body }) });
+  return { status: reply.status, contentType: String(reply.headers['content-type'] ?? ''), body: reply.bytes };
 }
 
 /** Decodes a protobuf response body (checking the prefix) into its JSON form. */
