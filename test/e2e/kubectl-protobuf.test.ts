@@ -39,8 +39,15 @@ async function raw(
   headers: Record<string, string>,
   body?: Buffer | string,
 ): Promise<RawResponse> {
-  const reply = await server.request(method, path, { headers, ...(body === undefined ? {} : { rawBody: body }) });
-  return { status: reply.status, contentType: String(reply.headers['content-type'] ?? ''), body: reply.bytes };
+  const reply = await server.request(method, path, {
+    headers,
+    ...(body === undefined ? {} : { rawBody: body }),
+  });
+  return {
+    status: reply.status,
+    contentType: String(reply.headers['content-type'] ?? ''),
+    body: reply.bytes,
+  };
 }
 
 /** Decodes a protobuf response body (checking the prefix) into its JSON form. */
