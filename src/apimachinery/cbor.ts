@@ -42,9 +42,13 @@ const encoder = new Encoder({
   useTag259ForMaps: false,
 } as ConstructorParameters<typeof Encoder>[0]);
 
-/** The UTF-8 of map keys, kept: the same few hundred field names come back in every object. */
+/**
+ * The UTF-8 of map keys and short string values, kept (up to a bound): the same few hundred field names and
+ * values ("TCP", "True", "Always") come back in every object, and a Buffer for each was the main cost.
+ */
 const keyBytesCache = new Map<string, Buffer>();
 const keyBytesCacheMax = 8192;
+const shortStringMax = 24;
 
 function keyBytes(key: string): Buffer {
   let bytes = keyBytesCache.get(key);
@@ -81,7 +85,7 @@ const uint32Limit = 2 ** 32;
 function shape(value: unknown, itemKind?: string): unknown {
   switch (typeof value) {
     case 'string':
-      return Buffer.from(value, 'utf8');
+      return value.length <= shortStringMax ? keyBytes(value) : Buffer.from(value, 'utf8');
     case 'number':
       if (!Number.isFinite(value)) throw new Error(`cbor: unsupported value: ${String(value)}`);
       // cbor-x writes integers beyond 32 bits as float64; as a BigInt it writes the 8-byte integer.
@@ -338,6 +342,17 @@ class Scanner {
    */
   private string(head: Head, start: number, rewrite: boolean): Buffer {
     if (head.argument !== undefined) return this.take(head.argument);
+    return this.indefiniteString(head, start, rewrite);
+  }
+
+  /** A string item whose bytes are not needed: a definite one is only skipped. */
+  private skipString(head: Head, start: number): void {
+    if (head.argument === undefined) this.indefiniteString(head, start, true);
+    else if (head.argument > this.remaining) throw new CborDecodeError('unexpected EOF', 'envelope');
+    else this.offset += head.argument;
+  }
+
+  private indefiniteString(head: Head, start: number, rewrite: boolean): Buffer {
     const chunks: Buffer[] = [];
     while (!this.isBreak()) {
       const chunk = this.head();
@@ -356,7 +371,7 @@ class Scanner {
   }
 
   /** One item; returns the bytes of a string item (for map keys), else undefined. */
-  item(topLevel: boolean): Buffer | undefined {
+  item(topLevel: boolean, wantBytes = false): Buffer | undefined {
     const start = this.offset;
     const head = this.head();
     switch (head.major) {
@@ -364,7 +379,9 @@ class Scanner {
       case 1:
         return undefined;
       case 2:
-        return this.string(head, start, true);
+        if (wantBytes) return this.string(head, start, true);
+        this.skipString(head, start);
+        return undefined;
       case 3: {
         const bytes = this.string(head, start, true);
         if (!isUtf8(bytes)) throw new CborDecodeError('cbor: invalid UTF-8 string', 'envelope');
@@ -404,10 +421,12 @@ class Scanner {
   }
 
   private map(count: number | undefined, topLevel: boolean): void {
-    const seen = new Set<string>();
+    // Duplicates: compared with the keys before while few, then through a set of their bytes.
+    const keys: Buffer[] = [];
+    let seen: Set<string> | undefined;
     for (let index = 0; count === undefined ? !this.isBreak() : index < count; index++) {
       const keyMajor = this.peekMajor();
-      const key = this.item(false);
+      const key = this.item(false, true);
       this.item(false);
       if (key === undefined || (keyMajor !== 2 && keyMajor !== 3)) {
         this.refusals.add(
@@ -417,13 +436,22 @@ class Scanner {
         continue;
       }
       // Text and byte strings with the same bytes are the same Go string.
-      const name = key.toString('latin1');
-      if (seen.has(name)) {
+      let duplicate: boolean;
+      if (seen === undefined && keys.length < 16) {
+        duplicate = keys.some((other) => other.equals(key));
+        keys.push(key);
+      } else {
+        seen ??= new Set(keys.map((other) => other.toString('latin1')));
+        const name = key.toString('latin1');
+        duplicate = seen.has(name);
+        seen.add(name);
+      }
+      if (duplicate) {
         this.refusals.add(
           `cbor: found duplicate map key "${key.toString('utf8')}" at map element index ${index}`,
           topLevel,
         );
-      } else seen.add(name);
+      }
     }
     if (count === undefined) this.offset++;
   }
