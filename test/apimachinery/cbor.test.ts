@@ -1,10 +1,11 @@
-// Proves the CBOR codec against kube-apiserver 1.32's encode and decode modes, with cbor-x as an independent
-// reader and writer: the self-described prefix, byte-string strings and keys in bytewise lexical order, shortest
-// floats, round trips of arbitrary JSON values, what is accepted (indefinite lengths, tags, non-canonical heads)
-// and what is refused with which words and at which stage, and media-type negotiation with the gate on and off.
+// Proves the CBOR codec (cbor-x underneath) against kube-apiserver 1.32's encode and decode modes, with cbor-x's
+// plain encoder as another client's writer: the self-described prefix, byte-string strings and keys in bytewise
+// lexical order, float64 floats and 8-byte integers, round trips of arbitrary JSON values, what is accepted
+// (indefinite lengths, tags, non-canonical heads) and what is refused with which words and at which stage, and
+// media-type negotiation with the gate on and off.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Decoder, Encoder, Tag } from 'cbor-x';
+import { Encoder, Tag } from 'cbor-x';
 import fc from 'fast-check';
 import {
   CborDecodeError,
@@ -16,25 +17,7 @@ import {
 import { negotiateBody, negotiateResponse } from '../../src/apimachinery/negotiation.js';
 import { ApiError } from '../../src/apimachinery/status.js';
 
-const oracle = new Decoder({ mapsAsObjects: false, useRecords: false });
 const writer = new Encoder({ useRecords: false, mapsAsObjects: true, useFloat32: 0 });
-
-/** cbor-x's reading of our bytes in JSON terms: byte strings are strings, maps are objects, integers numbers. */
-function fromOracle(value: unknown): unknown {
-  if (value instanceof Uint8Array) return Buffer.from(value).toString('utf8');
-  // cbor-x reads every 8-byte integer as a bigint.
-  if (typeof value === 'bigint') return Number(value);
-  if (value instanceof Map) {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of value as Map<unknown, unknown>) {
-      const field = { value: fromOracle(v), enumerable: true, writable: true, configurable: true };
-      Object.defineProperty(out, String(fromOracle(k)), field);
-    }
-    return out;
-  }
-  if (Array.isArray(value)) return value.map(fromOracle);
-  return value;
-}
 
 const hex = (text: string): Buffer => Buffer.from(text.replace(/\s+/g, ''), 'hex');
 
@@ -44,7 +27,7 @@ test('encoding: tag 55799 first, strings and keys as byte strings, keys shorter-
     bytes.toString('hex'),
     'd9d9f7 a4 4161 01 4162 83f5f4f6 426162 21 446b696e64 43506f64'.replace(/ /g, ''),
   );
-  assert.deepEqual(fromOracle(oracle.decode(bytes)), { kind: 'Pod', a: 1, b: [true, false, null], ab: -2 });
+  assert.deepEqual(decodeCbor(bytes).value, { kind: 'Pod', a: 1, b: [true, false, null], ab: -2 });
 });
 
 test('encoding: floats as cbor-x writes them (float64), integers as integers up to 64 bits, undefined dropped', () => {
@@ -91,13 +74,14 @@ test('a watch event is a self-described map whose object is itself self-describe
   assert.deepEqual(decodeCbor(frame).value, { type: 'ADDED', object: { kind: 'Pod' } });
 });
 
-test('any JSON value round-trips through our encoder and decoder, and cbor-x reads what we write', () => {
+test('any JSON value round-trips through our encoder and decoder, and is read as written by plain cbor-x', () => {
   const json = fc.jsonValue({ maxDepth: 6 }).map((v) => JSON.parse(JSON.stringify(v)) as unknown);
   fc.assert(
     fc.property(json, (value) => {
       const bytes = encodeCbor(value);
       assert.deepEqual(decodeCbor(bytes).value, value);
-      assert.deepEqual(fromOracle(oracle.decode(bytes)), value);
+      // What another client writes for it: text strings, two-byte map heads, float64, no prefix.
+      assert.deepEqual(decodeCbor(writer.encode(value)).value, value);
     }),
     { numRuns: 1000 },
   );
