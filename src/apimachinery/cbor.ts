@@ -239,7 +239,9 @@ const nullItem = Buffer.of(0xf6);
  * The validating pre-scan: walks the raw bytes once, for what cbor-x's values no longer show or what cbor-x reads
  * differently from kube. It throws the Go library's words for malformed bytes (truncation, reserved additional
  * information, stray breaks, wrong chunk types, tag content types), invalid UTF-8 in text strings (cbor-x would
- * put in U+FFFD) and nesting beyond 64 levels (which also bounds both walkers' recursion); it records duplicate
+ * put in U+FFFD), nesting beyond 64 levels (which also bounds both walkers' recursion) and more than 1024
+ * elements in an array or map (at the head, as the Go library checks them while it checks well-formedness, so
+ * before any truncation further on); it records duplicate
  * map keys (cbor-x's Map keeps the last), keys that are not strings (after decoding, a tagged key or a float 1.0
  * key no longer shows its CBOR type), simple values (cbor-x refuses them in its own words) and bignum tags beyond
  * int64 (cbor-x's BigInt no longer says it came from a tag). What cbor-x cannot take as kube means it is rewritten
@@ -390,9 +392,15 @@ class Scanner {
       case 4:
         this.enter();
         if (head.argument === undefined) {
-          while (!this.isBreak()) this.item(false);
+          for (let count = 0; !this.isBreak(); count++) {
+            if (count === arrayElementsMax) throw tooMany('array');
+            this.item(false);
+          }
           this.offset++;
-        } else for (let i = 0; i < head.argument; i++) this.item(false);
+        } else {
+          if (head.argument > arrayElementsMax) throw tooMany('array');
+          for (let i = 0; i < head.argument; i++) this.item(false);
+        }
         this.depth--;
         return undefined;
       case 5:
@@ -424,7 +432,9 @@ class Scanner {
     // Duplicates: compared with the keys before while few, then through a set of their bytes.
     const keys: Buffer[] = [];
     let seen: Set<string> | undefined;
+    if (count !== undefined && count > mapPairsMax) throw tooMany('map');
     for (let index = 0; count === undefined ? !this.isBreak() : index < count; index++) {
+      if (count === undefined && index === mapPairsMax) throw tooMany('map');
       const keyMajor = this.peekMajor();
       const key = this.item(false, true);
       this.item(false);
@@ -520,7 +530,7 @@ function tooMany(what: 'array' | 'map'): CborDecodeError {
 /**
  * cbor-x's value in JSON terms, with kube's checks on it: byte strings become strings (kube-apiserver decodes
  * them to Go strings), tags 21-23 over bytes become the encoding they ask for, NaN and infinities and integers
- * beyond int64 are refused, and arrays and maps beyond 1024 entries.
+ * beyond int64 are refused.
  */
 function toJson(value: unknown, refusals: Refusals, topLevel: boolean): unknown {
   switch (typeof value) {
@@ -548,7 +558,6 @@ function toJson(value: unknown, refusals: Refusals, topLevel: boolean): unknown 
       if (value === null) return null;
       if (value instanceof Uint8Array) return bytesOf(value).toString('utf8');
       if (Array.isArray(value)) {
-        if (value.length > arrayElementsMax) throw tooMany('array');
         return value.map((item: unknown) => toJson(item, refusals, false));
       }
       if (value instanceof Map) return mapToJson(value as Map<unknown, unknown>, refusals);
@@ -575,7 +584,6 @@ function bytesOf(value: Uint8Array): Buffer {
 
 /** A map's string keys (the pre-scan refused the others and duplicates; the first of equal keys is kept). */
 function mapToJson(map: Map<unknown, unknown>, refusals: Refusals): Record<string, unknown> {
-  if (map.size > mapPairsMax) throw tooMany('map');
   const object: Record<string, unknown> = {};
   for (const [rawKey, rawValue] of map) {
     const key =
