@@ -29,42 +29,22 @@ interface RawResponse {
   readonly body: Buffer;
 }
 
-function raw(
+async function raw(
   target: TestServer,
   method: string,
   path: string,
   headers: Record<string, string>,
   body?: Buffer,
 ): Promise<RawResponse> {
-  return new Promise((resolvePromise, reject) => {
-    const req = httpsRequest(
-      `${target.url}${path}`,
-      {
-        method,
-        headers: { ...headers, ...(body === undefined ? {} : { 'content-length': String(body.length) }) },
-        ca: target.admin.ca,
-        cert: target.admin.cert,
-        key: target.admin.key,
-        agent: false,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () =>
-          resolvePromise({
-            status: res.statusCode ?? 0,
-            contentType: String(res.headers['content-type'] ?? ''),
-            body: Buffer.concat(chunks),
-          }),
-        );
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    req.setTimeout(20_000, () => req.destroy(new Error(`timeout: ${method} ${path}`)));
-    if (body !== undefined) req.write(body);
-    req.end();
+  const reply = await target.request(method, path, {
+    headers,
+    ...(body === undefined ? {} : { rawBody: body }),
   });
+  return {
+    status: reply.status,
+    contentType: String(reply.headers['content-type'] ?? ''),
+    body: reply.bytes,
+  };
 }
 
 /** A CBOR request with a CBOR answer; the answer must carry the self-described prefix and decode. */
