@@ -10,7 +10,7 @@ import { execFile } from 'node:child_process';
 import { request as httpsRequest } from 'node:https';
 import { Decoder, Encoder } from 'cbor-x';
 import { decodeCbor, encodeCbor } from '../../src/apimachinery/cbor.js';
-import { startTestServer, type TestServer } from './harness.js';
+import { rawRequest, startTestServer, type TestServer } from './harness.js';
 import { ensureKubectl, kubectlPath } from '../support/kubectl.js';
 
 const cbor = 'application/cbor';
@@ -23,30 +23,6 @@ const otherClient = new Encoder({ useRecords: false, mapsAsObjects: true, useFlo
 /** An independent reader, to find where one item of a CBOR sequence ends. */
 const oracle = new Decoder({ mapsAsObjects: false, useRecords: false });
 
-interface RawResponse {
-  readonly status: number;
-  readonly contentType: string;
-  readonly body: Buffer;
-}
-
-async function raw(
-  target: TestServer,
-  method: string,
-  path: string,
-  headers: Record<string, string>,
-  body?: Buffer,
-): Promise<RawResponse> {
-  const reply = await target.request(method, path, {
-    headers,
-    ...(body === undefined ? {} : { rawBody: body }),
-  });
-  return {
-    status: reply.status,
-    contentType: String(reply.headers['content-type'] ?? ''),
-    body: reply.bytes,
-  };
-}
-
 /** A CBOR request with a CBOR answer; the answer must carry the self-described prefix and decode. */
 async function call(
   method: string,
@@ -56,7 +32,7 @@ async function call(
 ): Promise<{ status: number; contentType: string; object: any }> {
   const bytes = body === undefined ? undefined : Buffer.isBuffer(body) ? body : encodeCbor(body);
   const headers = { accept: cbor, ...(bytes === undefined ? {} : { 'content-type': contentType }) };
-  const response = await raw(server, method, path, headers, bytes);
+  const response = await rawRequest(server, method, path, headers, bytes);
   assert.equal(response.contentType, cbor, `${method} ${path}: ${response.body.toString()}`);
   assert.equal(response.body.subarray(0, 3).toString('hex'), selfDescribed);
   return {
@@ -143,11 +119,11 @@ test('a Secret: Go []byte data as tag 22 bytes both ways, base64 in its JSON for
   const created = await call('POST', '/api/v1/namespaces/default/secrets', secret);
   assert.equal(created.status, 201);
   assert.deepEqual(created.object.data, { password });
-  const asJson = await raw(server, 'GET', '/api/v1/namespaces/default/secrets/s', {
+  const asJson = await rawRequest(server, 'GET', '/api/v1/namespaces/default/secrets/s', {
     accept: 'application/json',
   });
   assert.deepEqual(JSON.parse(asJson.body.toString()).data, { password });
-  const asCbor = await raw(server, 'GET', '/api/v1/namespaces/default/secrets/s', { accept: cbor });
+  const asCbor = await rawRequest(server, 'GET', '/api/v1/namespaces/default/secrets/s', { accept: cbor });
   const tagged = Buffer.concat([Buffer.from('d647', 'hex'), Buffer.from('hunter2')]);
   assert.ok(asCbor.body.includes(tagged), 'the password is tag 22 over its 7 raw bytes');
 });
@@ -180,7 +156,7 @@ test('status and scale sub-resources take CBOR bodies; the metadata view is serv
   assert.equal(status.object.status.observedGeneration, 7);
 
   const metaType = 'application/cbor;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
-  const partial = await raw(server, 'GET', deps, { accept: metaType });
+  const partial = await rawRequest(server, 'GET', deps, { accept: metaType });
   assert.equal(partial.status, 200);
   assert.equal(partial.contentType, metaType);
   const view = decodeCbor(partial.body).value as any;
@@ -189,13 +165,13 @@ test('status and scale sub-resources take CBOR bodies; the metadata view is serv
   assert.equal(view.items[0].spec, undefined);
 
   const table = 'application/cbor;as=Table;g=meta.k8s.io;v=v1';
-  const refused = await raw(server, 'GET', deps, { accept: table });
+  const refused = await rawRequest(server, 'GET', deps, { accept: table });
   assert.equal(refused.status, 406);
   assert.equal(
     JSON.parse(refused.body.toString()).message,
     'only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf, application/cbor',
   );
-  const fallback = await raw(server, 'GET', deps, { accept: `${table}, application/json` });
+  const fallback = await rawRequest(server, 'GET', deps, { accept: `${table}, application/json` });
   assert.equal(fallback.contentType, 'application/json');
 });
 
@@ -369,7 +345,7 @@ test('malformed CBOR and duplicate keys are 400 with kube-apiserver words; CBOR 
 
 test('gate off: application/cbor bodies are 415, Accept application/cbor is 406, as without CBOR', async () => {
   const body = encodeCbor({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' } });
-  const create = await raw(gateOff, 'POST', cms, { 'content-type': cbor }, body);
+  const create = await rawRequest(gateOff, 'POST', cms, { 'content-type': cbor }, body);
   assert.equal(create.status, 415);
   const status = JSON.parse(create.body.toString());
   assert.equal(status.reason, 'UnsupportedMediaType');
@@ -377,14 +353,14 @@ test('gate off: application/cbor bodies are 415, Accept application/cbor is 406,
     status.message,
     'the body of the request was in an unknown format - accepted media types include: application/vnd.kubernetes.protobuf, application/json, application/yaml',
   );
-  const get = await raw(gateOff, 'GET', cms, { accept: cbor });
+  const get = await rawRequest(gateOff, 'GET', cms, { accept: cbor });
   assert.equal(get.status, 406);
   assert.equal(get.contentType, 'application/json');
   assert.equal(
     JSON.parse(get.body.toString()).message,
     'only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf',
   );
-  const apply = await raw(
+  const apply = await rawRequest(
     gateOff,
     'PATCH',
     `${cms}/x?fieldManager=a`,
@@ -393,7 +369,7 @@ test('gate off: application/cbor bodies are 415, Accept application/cbor is 406,
   );
   assert.equal(apply.status, 415);
   assert.equal(
-    (await raw(gateOff, 'GET', cms, { accept: `${cbor}, application/json` })).contentType,
+    (await rawRequest(gateOff, 'GET', cms, { accept: `${cbor}, application/json` })).contentType,
     'application/json',
   );
 });

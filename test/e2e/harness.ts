@@ -164,6 +164,32 @@ export function send(
   });
 }
 
+/** A reply as bytes with its content type, for binary media types (protobuf, CBOR). */
+export interface RawResponse {
+  readonly status: number;
+  readonly contentType: string;
+  readonly body: Buffer;
+}
+
+/** One request with the admin certificate and the given headers; the body comes back as bytes. */
+export async function rawRequest(
+  target: TestServer,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: Buffer | string,
+): Promise<RawResponse> {
+  const reply = await target.request(method, path, {
+    headers,
+    ...(body === undefined ? {} : { rawBody: body }),
+  });
+  return {
+    status: reply.status,
+    contentType: String(reply.headers['content-type'] ?? ''),
+    body: reply.bytes,
+  };
+}
+
 /** A watch stream over HTTPS: events arrive as parsed JSON lines. */
 export interface WatchStream {
   readonly status: Promise<number>;

@@ -13,7 +13,7 @@ import {
   encodeObject,
   protobufPrefix,
 } from '../../src/apimachinery/protobuf.js';
-import { startTestServer, type TestServer } from './harness.js';
+import { rawRequest, startTestServer, type RawResponse, type TestServer } from './harness.js';
 import { ensureKubectl, kubectlOk, runKubectl, type KubectlResult } from '../support/kubectl.js';
 
 const protobufType = 'application/vnd.kubernetes.protobuf';
@@ -24,30 +24,6 @@ const ok = (...args: string[]): Promise<string> => kubectlOk(server.kubeconfig, 
 
 async function getJson(...args: string[]): Promise<Record<string, any>> {
   return JSON.parse(await ok('get', ...args, '-o', 'json')) as Record<string, any>;
-}
-
-interface RawResponse {
-  readonly status: number;
-  readonly contentType: string;
-  readonly body: Buffer;
-}
-
-/** One HTTPS request with the admin certificate; the body comes back as bytes. */
-async function raw(
-  method: string,
-  path: string,
-  headers: Record<string, string>,
-  body?: Buffer | string,
-): Promise<RawResponse> {
-  const reply = await server.request(method, path, {
-    headers,
-    ...(body === undefined ? {} : { rawBody: body }),
-  });
-  return {
-    status: reply.status,
-    contentType: String(reply.headers['content-type'] ?? ''),
-    body: reply.bytes,
-  };
 }
 
 /** Decodes a protobuf response body (checking the prefix) into its JSON form. */
@@ -119,12 +95,19 @@ test('run, create deployment, create service clusterip, scale to zero, drain (Ev
     spec: { nodeName: 'n1', terminationGracePeriodSeconds: 0, containers: [{ name: 'c', image: 'nginx' }] },
   });
   assert.equal(
-    (await raw('POST', '/api/v1/nodes', { 'content-type': 'application/json' }, node)).status,
+    (await rawRequest(server, 'POST', '/api/v1/nodes', { 'content-type': 'application/json' }, node)).status,
     201,
   );
   assert.equal(
-    (await raw('POST', '/api/v1/namespaces/default/pods', { 'content-type': 'application/json' }, onNode))
-      .status,
+    (
+      await rawRequest(
+        server,
+        'POST',
+        '/api/v1/namespaces/default/pods',
+        { 'content-type': 'application/json' },
+        onNode,
+      )
+    ).status,
     201,
   );
   const drained = await ok('drain', 'n1', '--force', '--grace-period=0', '--timeout=15s');
@@ -136,7 +119,7 @@ test('run, create deployment, create service clusterip, scale to zero, drain (Ev
 
 test('responses in protobuf: get, list, create, Status errors, metadata view; JSON when JSON comes first; 406 for Table', async () => {
   const accept = { accept: `${protobufType}, application/json` };
-  const got = await raw('GET', '/api/v1/namespaces/default', accept);
+  const got = await rawRequest(server, 'GET', '/api/v1/namespaces/default', accept);
   assert.equal(got.status, 200);
   assert.equal(got.contentType, protobufType);
   const namespace = decoded(got, 'Namespace');
@@ -145,7 +128,7 @@ test('responses in protobuf: get, list, create, Status errors, metadata view; JS
   assert.equal(namespace.metadata.name, 'default');
   assert.match(namespace.metadata.creationTimestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
 
-  const list = await raw('GET', '/api/v1/namespaces', accept);
+  const list = await rawRequest(server, 'GET', '/api/v1/namespaces', accept);
   assert.equal(list.contentType, protobufType);
   const namespaces = decoded(list, 'NamespaceList');
   assert.equal(namespaces.kind, 'NamespaceList');
@@ -160,7 +143,8 @@ test('responses in protobuf: get, list, create, Status errors, metadata view; JS
     data: { bin: Buffer.from([0, 1, 2, 250]).toString('base64') },
     type: 'Opaque',
   };
-  const created = await raw(
+  const created = await rawRequest(
+    server,
     'POST',
     '/api/v1/namespaces/default/secrets',
     { ...accept, 'content-type': protobufType },
@@ -172,7 +156,7 @@ test('responses in protobuf: get, list, create, Status errors, metadata view; JS
   assert.deepEqual(createdSecret.metadata.labels, { via: 'protobuf' });
   assert.ok(createdSecret.metadata.uid);
 
-  const missing = await raw('GET', '/api/v1/namespaces/default/configmaps/nope', accept);
+  const missing = await rawRequest(server, 'GET', '/api/v1/namespaces/default/configmaps/nope', accept);
   assert.equal(missing.status, 404);
   assert.equal(missing.contentType, protobufType);
   const status = decoded(missing, 'Status');
@@ -181,14 +165,14 @@ test('responses in protobuf: get, list, create, Status errors, metadata view; JS
   assert.equal(status.code, 404);
   assert.equal(status.message, 'configmaps "nope" not found');
 
-  const json = await raw('GET', '/api/v1/namespaces/default', {
+  const json = await rawRequest(server, 'GET', '/api/v1/namespaces/default', {
     accept: `application/json, ${protobufType}`,
   });
   assert.equal(json.contentType, 'application/json');
   assert.equal(JSON.parse(json.body.toString()).metadata.name, 'default');
 
   // The metadata view (client-go's metadata informers) in protobuf.
-  const partial = await raw('GET', '/api/v1/namespaces', {
+  const partial = await rawRequest(server, 'GET', '/api/v1/namespaces', {
     accept: `${protobufType};as=PartialObjectMetadataList;g=meta.k8s.io;v=v1, application/json`,
   });
   assert.equal(partial.status, 200);
@@ -197,7 +181,7 @@ test('responses in protobuf: get, list, create, Status errors, metadata view; JS
   assert.equal(metadataList.kind, 'PartialObjectMetadataList');
   assert.ok(metadataList.items.some((i: any) => i.metadata.name === 'default'));
 
-  const table = await raw('GET', '/api/v1/namespaces/default', {
+  const table = await rawRequest(server, 'GET', '/api/v1/namespaces/default', {
     accept: `${protobufType};as=Table;v=v1;g=meta.k8s.io`,
   });
   assert.equal(table.status, 406);
@@ -205,7 +189,7 @@ test('responses in protobuf: get, list, create, Status errors, metadata view; JS
 
 test('bad protobuf bodies are refused with the Status kube-apiserver gives', async () => {
   const json = { 'content-type': protobufType, accept: 'application/json' };
-  const wrongPrefix = await raw('POST', '/api/v1/namespaces', json, '{"kind":"Namespace"}');
+  const wrongPrefix = await rawRequest(server, 'POST', '/api/v1/namespaces', json, '{"kind":"Namespace"}');
   assert.equal(wrongPrefix.status, 400);
   const status = JSON.parse(wrongPrefix.body.toString());
   assert.equal(status.reason, 'BadRequest');
@@ -219,7 +203,7 @@ test('bad protobuf bodies are refused with the Status kube-apiserver gives', asy
     protobufPrefix,
     Buffer.from('0a0f0a02763112094e616d657370616365' + '1203' + '0a050a' + '1a002200', 'hex'),
   ]);
-  const undecodable = await raw('POST', '/api/v1/namespaces', json, bad);
+  const undecodable = await rawRequest(server, 'POST', '/api/v1/namespaces', json, bad);
   assert.equal(undecodable.status, 400);
   assert.match(
     JSON.parse(undecodable.body.toString()).message,
@@ -228,7 +212,9 @@ test('bad protobuf bodies are refused with the Status kube-apiserver gives', asy
 });
 
 test('watch streams in protobuf: length-prefixed frames of WatchEvent envelopes', async () => {
-  const listed = await raw('GET', '/api/v1/namespaces/default/configmaps', { accept: 'application/json' });
+  const listed = await rawRequest(server, 'GET', '/api/v1/namespaces/default/configmaps', {
+    accept: 'application/json',
+  });
   const resourceVersion = String(JSON.parse(listed.body.toString()).metadata.resourceVersion);
   const frames: Buffer[] = [];
   let contentType = '';
