@@ -10,31 +10,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { down, freeBasePort, layout, serveFlags, status, up } from '../../cluster/harness.js';
 import { issueCertificate, loadOrCreate } from '../../src/pki/index.js';
-import { httpsJson, type Tls } from '../support/https.js';
+import { httpsJson } from '../support/https.js';
+import { adminTls, waitFor } from '../support/cluster.js';
 import { tempDir } from '../support/tmp.js';
 
 const stoa = fileURLToPath(new URL('../../src/server/main.js', import.meta.url));
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const fastRaft = ['--heartbeat-interval=50', '--election-timeout=500'];
-
-async function adminTls(dataDir: string): Promise<Tls> {
-  const pki = join(dataDir, 'pki');
-  return {
-    ca: await readFile(join(pki, 'ca.crt'), 'utf8'),
-    cert: await readFile(join(pki, 'admin.crt'), 'utf8'),
-    key: await readFile(join(pki, 'admin.key'), 'utf8'),
-  };
-}
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 const configMap = (name: string, value: string) => ({
   apiVersion: 'v1',

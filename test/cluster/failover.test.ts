@@ -6,20 +6,9 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { adminStatusPath, down, freeBasePort, layout, status, up } from '../../cluster/harness.js';
-import { httpsJson, type Tls } from '../support/https.js';
+import { httpsJson } from '../support/https.js';
+import { adminTls, waitFor } from '../support/cluster.js';
 import { tempDir } from '../support/tmp.js';
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 test('kill -9 of the leader: the survivors see its process gone, campaign early, and a new leader serves writes', async (t) => {
   const dir = await tempDir('failover');
@@ -35,12 +24,7 @@ test('kill -9 of the leader: the survivors see its process gone, campaign early,
     { nodes: true, basePort: true },
     log,
   );
-  const pki = join(dir.path, 'pki');
-  const tls: Tls = {
-    ca: await readFile(join(pki, 'ca.crt'), 'utf8'),
-    cert: await readFile(join(pki, 'admin.crt'), 'utf8'),
-    key: await readFile(join(pki, 'admin.key'), 'utf8'),
-  };
+  const tls = await adminTls(dir.path);
   const nodes = layout({ nodes: 3, basePort, dataDir: dir.path });
   const url = (i: number): string => `https://127.0.0.1:${nodes[i]?.apiPort}`;
   const old = await waitFor('a leader', async () => {
