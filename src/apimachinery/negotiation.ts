@@ -101,6 +101,21 @@ function acceptableTypes(options: NegotiationOptions): string[] {
   ];
 }
 
+/**
+ * The metadata-only view a range asks for (`as=PartialObjectMetadata[List];g=<meta group>;v=v1`, what client-go's
+ * metadata informers send), when it may be served: wherever Table is.
+ */
+function metadataView(
+  range: MediaRange,
+  options: NegotiationOptions,
+): 'PartialObjectMetadata' | 'PartialObjectMetadataList' | undefined {
+  const as = range.params.get('as');
+  if (as !== 'PartialObjectMetadata' && as !== 'PartialObjectMetadataList') return undefined;
+  if (!options.tableAllowed || range.params.get('g') !== options.metaGroup || range.params.get('v') !== 'v1')
+    return undefined;
+  return as;
+}
+
 /** Picks the first acceptable media range; none acceptable is 406. An absent Accept means JSON. */
 export function negotiateResponse(accept: string | undefined, options: NegotiationOptions): ResponseFormat {
   const ranges = parseAccept(accept);
@@ -113,20 +128,13 @@ export function negotiateResponse(accept: string | undefined, options: Negotiati
     if (serialization === 'cbor') {
       if (as === undefined) return { serialization, as: 'object', contentType: cborMediaType };
       // kube-apiserver 1.32 serves the metadata views in CBOR, but not Table (its endpoint restrictions omit it).
-      const group = range.params.get('g');
-      if (
-        (as === 'PartialObjectMetadata' || as === 'PartialObjectMetadataList') &&
-        options.tableAllowed &&
-        group === options.metaGroup &&
-        range.params.get('v') === 'v1'
-      ) {
-        return {
-          serialization,
-          as: 'PartialObjectMetadata',
-          contentType: `${cborMediaType};as=${as};g=${group};v=v1`,
-        };
-      }
-      continue;
+      const view = metadataView(range, options);
+      if (view === undefined) continue;
+      return {
+        serialization,
+        as: 'PartialObjectMetadata',
+        contentType: `${cborMediaType};as=${view};g=${options.metaGroup};v=v1`,
+      };
     }
     if (serialization === 'protobuf') {
       const mediaType = protobufType ?? '';
@@ -137,31 +145,23 @@ export function negotiateResponse(accept: string | undefined, options: Negotiati
         return { serialization, as: 'object', contentType: mediaType };
       }
       // The metadata views have meta/v1 messages (client-go's metadata informers ask for them); Table stays JSON.
-      const group = range.params.get('g');
-      if (
-        (as === 'PartialObjectMetadata' || as === 'PartialObjectMetadataList') &&
-        options.tableAllowed &&
-        group === options.metaGroup &&
-        range.params.get('v') === 'v1'
-      ) {
-        return {
-          serialization,
-          as: 'PartialObjectMetadata',
-          contentType: `${mediaType};as=${as};g=${group};v=v1`,
-        };
-      }
-      continue;
+      const view = metadataView(range, options);
+      if (view === undefined) continue;
+      return {
+        serialization,
+        as: 'PartialObjectMetadata',
+        contentType: `${mediaType};as=${view};g=${options.metaGroup};v=v1`,
+      };
     }
     const contentType = serialization === 'json' ? 'application/json' : 'application/yaml';
     if (as === undefined) return { serialization, as: 'object', contentType };
     if (as === 'PartialObjectMetadata' || as === 'PartialObjectMetadataList') {
-      // Metadata-only views (client-go metadata informers); allowed wherever Table is.
-      const group = range.params.get('g');
-      if (!options.tableAllowed || group !== options.metaGroup || range.params.get('v') !== 'v1') continue;
+      const view = metadataView(range, options);
+      if (view === undefined) continue;
       return {
         serialization,
         as: 'PartialObjectMetadata',
-        contentType: `${contentType};as=${as};v=v1;g=${group}`,
+        contentType: `${contentType};as=${view};v=v1;g=${options.metaGroup}`,
       };
     }
     if (as === 'Table') {
