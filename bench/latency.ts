@@ -32,14 +32,15 @@ const valueBytes = 256;
 const step = (place: Place, stage: string, label: string, beside?: number): Step =>
   beside === undefined ? { place, stage, label } : { place, stage, label, beside };
 
-/** The path of a write sent to the leader. */
-const leaderPath: readonly Step[] = [
-  step('leader', 'kv.txn', 'leader: request decoded (kv-node)'),
-  step('leader', 'propose', 'leader: proposed'),
+/**
+ * The stretch both paths share, from the leader's Ready with the entry to its Ready with the commit; `at` is
+ * the position of its first step in the path (the leader's own fsync is timed from there, beside the path).
+ */
+const replication = (at: number): Step[] => [
   step('leader', 'ready.entries', 'leader: Ready with the entry'),
   step('leader', 'send.MsgApp', 'leader: MsgApp handed to the transport'),
   step('leader', 'link.write', 'leader: MsgApp frame written to the TLS socket'),
-  step('leader', 'persisted', '(beside) leader: its own append fsynced, since the Ready', 2),
+  step('leader', 'persisted', '(beside) leader: its own append fsynced, since the Ready', at),
   step('follower', 'link.data', 'follower: bytes received'),
   step('follower', 'recv.MsgApp', 'follower: MsgApp stepped'),
   step('follower', 'ready.entries', 'follower: Ready with the entry'),
@@ -49,6 +50,13 @@ const leaderPath: readonly Step[] = [
   step('leader', 'link.data', 'leader: bytes received'),
   step('leader', 'recv.MsgAppResp', 'leader: MsgAppResp stepped'),
   step('leader', 'ready.committed', 'leader: Ready with the commit'),
+];
+
+/** The path of a write sent to the leader. */
+const leaderPath: readonly Step[] = [
+  step('leader', 'kv.txn', 'leader: request decoded (kv-node)'),
+  step('leader', 'propose', 'leader: proposed'),
+  ...replication(2),
   step('leader', 'apply.start', 'leader: apply started'),
   step('leader', 'apply.computed', 'leader: apply computed'),
   step('leader', 'answer', 'leader: proposer answered'),
@@ -63,19 +71,7 @@ const forwardedPath: readonly Step[] = [
   step('target', 'link.write', 'member: MsgProp frame written'),
   step('leader', 'link.data', 'leader: bytes received'),
   step('leader', 'recv.MsgProp', 'leader: MsgProp stepped'),
-  step('leader', 'ready.entries', 'leader: Ready with the entry'),
-  step('leader', 'send.MsgApp', 'leader: MsgApp handed to the transport'),
-  step('leader', 'link.write', 'leader: MsgApp frame written'),
-  step('leader', 'persisted', '(beside) leader: its own append fsynced, since the Ready', 6),
-  step('follower', 'link.data', 'follower: bytes received'),
-  step('follower', 'recv.MsgApp', 'follower: MsgApp stepped'),
-  step('follower', 'ready.entries', 'follower: Ready with the entry'),
-  step('follower', 'persisted', 'follower: entry fsynced'),
-  step('follower', 'send.MsgAppResp', 'follower: MsgAppResp handed to the transport'),
-  step('follower', 'link.write', 'follower: MsgAppResp frame written'),
-  step('leader', 'link.data', 'leader: bytes received'),
-  step('leader', 'recv.MsgAppResp', 'leader: MsgAppResp stepped'),
-  step('leader', 'ready.committed', 'leader: Ready with the commit'),
+  ...replication(6),
   step('leader', 'send.commit', 'leader: commit index handed to the transport'),
   step('leader', 'link.write', 'leader: frame written'),
   step('target', 'link.data', 'member: bytes received'),
