@@ -113,14 +113,17 @@ function nft(ns: string, script: string): void {
   });
 }
 
-/** A rule set dropping `probability` of the packets sent to `peers` (numgen: a fresh random number per packet). */
+/**
+ * A rule set dropping `probability` of the packets sent to `peers` (numgen: a fresh random number per packet),
+ * counting what it drops.
+ */
 export function lossRules(peers: readonly string[], probability: number): string {
   assert(probability >= 0 && probability <= 1, `loss probability ${probability}`);
   const dropBelow = Math.round(probability * 10_000);
   return `table inet ${lossTable} {
   chain output {
     type filter hook output priority 0; policy accept;
-    ip daddr { ${peers.join(', ')} } numgen random mod 10000 < ${dropBelow} drop
+    ip daddr { ${peers.join(', ')} } numgen random mod 10000 < ${dropBelow} counter drop
   }
 }
 `;

@@ -203,13 +203,11 @@ async function udpDelivered(network: NetnsNetwork, port: number, count: number):
   return Number(m[1]);
 }
 
-function tcpRetransmitted(network: NetnsNetwork, index: number): number {
-  const snmp = execFileSync('ip', [...network.launchPrefix(index).slice(1), 'cat', '/proc/net/snmp'], {
-    encoding: 'utf8',
-  });
-  const [names, values] = snmp.split('\n').filter((line) => line.startsWith('Tcp:'));
-  const column = names!.split(' ').indexOf('RetransSegs');
-  return Number(values!.split(' ')[column]);
+/** What node `index`'s loss rule has dropped so far (its nftables counter). */
+function droppedPackets(network: NetnsNetwork, index: number): number {
+  const m = /counter packets (\d+) bytes \d+ drop/.exec(network.ruleset(index));
+  assert.ok(m !== null, 'the loss rule counts its drops');
+  return Number(m[1]);
 }
 
 test(
@@ -224,7 +222,7 @@ test(
 
     assert.ok((await udpDelivered(network, port, 1000)) >= 980, 'no loss before the fault');
     network.setFaultAll({ kind: 'loss', probability: 0.3 });
-    assert.match(network.ruleset(0), /numgen random mod 10000 < 3000 drop/);
+    assert.match(network.ruleset(0), /numgen random mod 10000 < 3000 counter packets \d+ bytes \d+ drop/);
     assert.doesNotMatch(
       network.ruleset(0),
       new RegExp(network.hosts[0]!.replace(/\./g, '\\.') + '[,}]'),
@@ -236,8 +234,10 @@ test(
       `about 70 % of 1000 datagrams arrive under 30 % loss: ${delivered}`,
     );
 
-    // A TCP transfer of 64 KiB still completes, by retransmitting.
-    const retransmittedBefore = tcpRetransmitted(network, 0);
+    // A TCP transfer of 64 KiB still completes although some of its segments are dropped (the rule's counter).
+    // It is sent as 128 separate segments (no Nagle, one write every 2 ms): one large write leaves the namespace
+    // as a few offloaded super-packets, of which under 30 % loss none is dropped often enough to be flaky.
+    const droppedBefore = droppedPackets(network, 0);
     const host = network.hosts[1]!;
     let up: () => void = () => undefined;
     const listening = new Promise<void>((resolve) => (up = resolve));
@@ -252,10 +252,11 @@ test(
     await inNamespace(
       network,
       0,
-      `const c=require('net').connect(${port},'${host}',()=>c.end(Buffer.alloc(65536,1)));c.on('close',()=>process.exit(0))`,
+      `const c=require('net').connect(${port},'${host}',()=>{c.setNoDelay(true);let i=0;const t=setInterval(()=>{` +
+        `c.write(Buffer.alloc(512,1));if(++i>=128){clearInterval(t);c.end()}},2)});c.on('close',()=>process.exit(0))`,
     );
     assert.match(await sink, /got 65536/);
-    assert.ok(tcpRetransmitted(network, 0) > retransmittedBefore, 'the sender retransmitted');
+    assert.ok(droppedPackets(network, 0) > droppedBefore, 'segments of the transfer were dropped');
 
     network.healAll();
     assert.doesNotMatch(network.ruleset(0), /stoa_chaos_loss/, 'heal removes the rule');
