@@ -174,12 +174,23 @@ export async function runOnTargets(
   return { loads, failures };
 }
 
-export const transportDescription = `HTTPS, HTTP/2, ${sessionsPerTarget} sessions per target, admin client certificate; all requests to the first node`;
+const transportDescription = `HTTPS, HTTP/2, ${sessionsPerTarget} sessions per target, admin client certificate; all requests to the first node`;
 
-/** What each target is, for a report's configuration. */
-export function targetDescriptions(nodes: number): { readonly stoa: string; readonly etcd: string } {
+/** What a server-level report's configuration says of its targets and how they were driven. */
+export function serverRunConfiguration(
+  targets: readonly Target[],
+  nodes: number,
+  quick: boolean,
+  durationMs: number,
+): Record<string, unknown> {
   return {
+    targets,
     stoa: `stoa serve on its own store: ${nodes === 1 ? 'embedded engine' : `${nodes}-node replicated cluster`}`,
     etcd: `stoa serve --etcd-servers on a ${nodes}-member etcd cluster (${etcdVersion()})`,
+    nodes,
+    quick,
+    durationSecondsPerPhase: durationMs / 1000,
+    transport: transportDescription,
+    order: 'each phase runs on both targets back to back, alternating which goes first',
   };
 }
