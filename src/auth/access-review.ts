@@ -9,7 +9,12 @@ import { objectSchema, type ApiObject } from '../apimachinery/meta.js';
 import { s, type Schema } from '../apimachinery/schema.js';
 import { errors, type FieldError } from '../apimachinery/status.js';
 import { parseFieldSelector, parseLabelSelector } from '../apimachinery/selectors.js';
-import type { Attributes, AuthorizationResult, SelectorRequirement } from './authorizer.js';
+import {
+  nonResourceAttributes,
+  type Attributes,
+  type AuthorizationResult,
+  type SelectorRequirement,
+} from './authorizer.js';
 import type { UserInfo } from './user.js';
 
 export interface ResourceRule {
@@ -204,18 +209,7 @@ function attributesOf(spec: Spec, user: UserInfo, selectors: boolean): Attribute
   const resource = record(spec.resourceAttributes);
   if (resource === undefined) {
     const nonResource = record(spec.nonResourceAttributes) ?? {};
-    return {
-      user,
-      verb: str(nonResource.verb),
-      isResourceRequest: false,
-      path: str(nonResource.path),
-      apiGroup: '',
-      apiVersion: '',
-      resource: '',
-      subresource: '',
-      namespace: '',
-      name: '',
-    };
+    return nonResourceAttributes(user, str(nonResource.verb), str(nonResource.path));
   }
   const field = selectors
     ? selectorRequirements(record(resource.fieldSelector), 'spec.resourceAttributes.fieldSelector', 'field')

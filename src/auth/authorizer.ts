@@ -27,6 +27,22 @@ export interface Attributes {
   readonly labelRequirements?: readonly SelectorRequirement[];
 }
 
+/** The attributes of a non-resource request (`/healthz`, `/version`, ...): a path and a verb, nothing else. */
+export function nonResourceAttributes(user: UserInfo, verb: string, path: string): Attributes {
+  return {
+    user,
+    verb,
+    isResourceRequest: false,
+    path,
+    apiGroup: '',
+    apiVersion: '',
+    resource: '',
+    subresource: '',
+    namespace: '',
+    name: '',
+  };
+}
+
 /** authorization/v1 FieldSelectorRequirement / LabelSelectorRequirement. */
 export interface SelectorRequirement {
   readonly key: string;

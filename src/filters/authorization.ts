@@ -3,7 +3,7 @@
 
 import { errors, type ApiError } from '../apimachinery/status.js';
 import { anonymousUser, type UserInfo } from '../auth/user.js';
-import type { Attributes, Authorizer } from '../auth/authorizer.js';
+import { nonResourceAttributes, type Attributes, type Authorizer } from '../auth/authorizer.js';
 import type { RequestContext } from '../endpoints/context.js';
 import type { Handler } from './handler.js';
 
@@ -23,18 +23,7 @@ export function requestAttributes(ctx: RequestContext, user: UserInfo): Attribut
   // Group-version discovery (`/api/v1`, `/apis/G/V`) is a non-resource request to authorization, as in
   // kube-apiserver's request info (system:discovery grants `/api/*` and `/apis/*`).
   if (!info.isResourceRequest || info.resource === '') {
-    return {
-      user,
-      verb: (ctx.req.method ?? 'GET').toLowerCase(),
-      isResourceRequest: false,
-      path: info.path,
-      apiGroup: '',
-      apiVersion: '',
-      resource: '',
-      subresource: '',
-      namespace: '',
-      name: '',
-    };
+    return nonResourceAttributes(user, (ctx.req.method ?? 'GET').toLowerCase(), info.path);
   }
   const fieldSelector = ctx.query.get('fieldSelector');
   const labelSelector = ctx.query.get('labelSelector');
