@@ -63,7 +63,7 @@ import {
 } from '../raft/index.js';
 import { RaftLogStore, type LoadedLog } from '../raftlog/store.js';
 import { latencyTraceOn, setTraceProcessName, traceStage } from '../transport/latency-trace.js';
-import { PeerTransport } from '../transport/transport.js';
+import { PeerTransport, type TransportStats } from '../transport/transport.js';
 import type { Logger, PeerTlsOptions } from '../transport/options.js';
 import { silentLogger } from '../transport/options.js';
 import { decodeCommand, encodeCommand, type Command } from './commands.js';
@@ -650,6 +650,11 @@ export class ReplicatedStore implements KVStore {
       revision: this.mvcc.revision,
       members,
     };
+  }
+
+  /** The peer transport's counters (exported as metrics by the server). */
+  transportStats(): TransportStats {
+    return this.transport.stats();
   }
 
   /** Adds a member as a learner (it catches up, then `promoteMember` makes it a voter). */

@@ -2,6 +2,12 @@
 
 import { FlagError } from './flag-error.js';
 import {
+  parseDisabledMetrics,
+  validateShowHiddenMetricsVersion,
+  type MetricLifecycleFlags,
+} from './metric-lifecycle.js';
+import { servedRelease } from './version.js';
+import {
   clusterFlagNames,
   clusterUsage,
   parseClusterFlags,
@@ -52,6 +58,8 @@ export interface ServeOptions {
   readonly authentication: AuthenticationFlags;
   /** --authorization-mode and friends, or --authorization-config. */
   readonly authorization: AuthorizationFlags;
+  /** --show-hidden-metrics-for-version and --disabled-metrics (the metric life cycle). */
+  readonly metrics: MetricLifecycleFlags;
   /** Set when the node is a member of a replicated cluster (--initial-cluster given). */
   readonly cluster?: ClusterServeOptions;
 }
@@ -78,6 +86,8 @@ flags:
   --watch-cache-size N                   events kept per resource in the watch cache (default 10000)
   --storage-retention D                  store history kept before compaction (default 5m)
   --v LEVEL                              log level: info, debug, warn (default info)
+  --show-hidden-metrics-for-version V    also expose metrics hidden in this release (only the previous minor, 1.31)
+  --disabled-metrics NAMES               metrics not to expose (comma-separated, repeatable)
 ${authorizationUsage}${authenticationUsage}
 ${clusterUsage}`;
 
@@ -114,6 +124,15 @@ function parseInteger(text: string, flag: string, min: number, max: number): num
   return n;
 }
 
+function parseMetricFlags(showHidden: string | undefined, disabled: readonly string[]): MetricLifecycleFlags {
+  if (showHidden !== undefined) validateShowHiddenMetricsVersion(servedRelease, showHidden);
+  const disabledMetrics = parseDisabledMetrics(disabled);
+  return {
+    ...(showHidden === undefined ? {} : { showHiddenMetricsForVersion: showHidden }),
+    ...(disabledMetrics.length === 0 ? {} : { disabledMetrics }),
+  };
+}
+
 export function parseServeFlags(argv: readonly string[]): ServeOptions | 'help' {
   const values = new Map<string, string>();
   const known = new Set([
@@ -136,6 +155,8 @@ export function parseServeFlags(argv: readonly string[]): ServeOptions | 'help' 
     'watch-cache-size',
     'storage-retention',
     'v',
+    'show-hidden-metrics-for-version',
+    'disabled-metrics',
     // Hidden, not in the usage: lets a test see periodic bookmarks without waiting a minute.
     'watch-bookmark-interval',
     ...authorizationFlagNames,
@@ -209,6 +230,7 @@ export function parseServeFlags(argv: readonly string[]): ServeOptions | 'help' 
     ...(bookmarkInterval === undefined
       ? {}
       : { watchBookmarkIntervalMs: positiveDuration(bookmarkInterval, 'watch-bookmark-interval') }),
+    metrics: parseMetricFlags(get('show-hidden-metrics-for-version'), repeated.get('disabled-metrics') ?? []),
     authentication: parseAuthenticationFlags(get, (name) => repeated.get(name) ?? [], parseDuration),
     authorization: parseAuthorizationFlags(get, parseDuration),
     ...(cluster === undefined ? {} : { cluster }),

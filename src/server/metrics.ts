@@ -1,45 +1,77 @@
 // Prometheus metrics (prom-client), one registry per server instance: request counts and latency by verb,
-// resource and code; inflight requests; registered watchers; store operation latency.
+// resource and code; inflight requests; registered watchers; store operation latency. Each metric is declared
+// with kube-apiserver's stability level under the metric life cycle (metric-lifecycle.ts).
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { KVStore } from '../storage/contract.js';
+import { servedRelease } from './version.js';
+import { MetricLifecycle, type MetricLifecycleFlags, type ReleaseVersion } from './metric-lifecycle.js';
 
 export class Metrics {
   readonly registry = new Registry();
-  readonly requests = new Counter({
-    name: 'apiserver_request_total',
-    help: 'Counter of apiserver requests broken out for each verb, group, resource and HTTP response code.',
-    labelNames: ['verb', 'group', 'resource', 'subresource', 'code'] as const,
-    registers: [this.registry],
-  });
-  readonly requestDuration = new Histogram({
-    name: 'apiserver_request_duration_seconds',
-    help: 'Response latency distribution in seconds for each verb, group and resource.',
-    labelNames: ['verb', 'group', 'resource', 'subresource'] as const,
-    buckets: [0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1, 1.25, 1.5, 2, 3, 4, 5, 10, 15, 30, 60],
-    registers: [this.registry],
-  });
-  readonly inflight = new Gauge({
-    name: 'apiserver_current_inflight_requests',
-    help: 'Maximal number of currently used inflight request limit of this apiserver per request kind in last second.',
-    labelNames: ['request_kind'] as const,
-    registers: [this.registry],
-  });
-  readonly watchers = new Gauge({
-    name: 'apiserver_longrunning_requests',
-    help: 'Gauge of all active long-running apiserver requests (watches) broken out by verb, group and resource.',
-    labelNames: ['verb', 'group', 'resource'] as const,
-    registers: [this.registry],
-  });
-  readonly storeDuration = new Histogram({
-    name: 'etcd_request_duration_seconds',
-    help: 'Store request latency in seconds for each operation.',
-    labelNames: ['operation'] as const,
-    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-    registers: [this.registry],
-  });
+  readonly lifecycle: MetricLifecycle;
+  readonly requests: Counter<'verb' | 'group' | 'resource' | 'subresource' | 'code'>;
+  readonly requestDuration: Histogram<'verb' | 'group' | 'resource' | 'subresource'>;
+  readonly inflight: Gauge<'request_kind'>;
+  readonly watchers: Gauge<'verb' | 'group' | 'resource'>;
+  readonly storeDuration: Histogram<'operation'>;
 
-  constructor() {
+  constructor(flags: MetricLifecycleFlags = {}, release: ReleaseVersion = servedRelease) {
+    this.lifecycle = new MetricLifecycle(this.registry, release, flags);
+    const stable = { stabilityLevel: 'STABLE' } as const;
+    this.requests = new Counter(
+      this.lifecycle.declare(
+        {
+          name: 'apiserver_request_total',
+          help: 'Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.',
+          labelNames: ['verb', 'group', 'resource', 'subresource', 'code'] as const,
+        },
+        stable,
+      ),
+    );
+    this.requestDuration = new Histogram(
+      this.lifecycle.declare(
+        {
+          name: 'apiserver_request_duration_seconds',
+          help: 'Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.',
+          labelNames: ['verb', 'group', 'resource', 'subresource'] as const,
+          buckets: [0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1, 1.25, 1.5, 2, 3, 4, 5, 10, 15, 30, 60],
+        },
+        stable,
+      ),
+    );
+    this.inflight = new Gauge(
+      this.lifecycle.declare(
+        {
+          name: 'apiserver_current_inflight_requests',
+          help: 'Maximal number of currently used inflight request limit of this apiserver per request kind in last second.',
+          labelNames: ['request_kind'] as const,
+        },
+        stable,
+      ),
+    );
+    this.watchers = new Gauge(
+      this.lifecycle.declare(
+        {
+          name: 'apiserver_longrunning_requests',
+          help: 'Gauge of all active long-running apiserver requests broken out by verb, group, version, resource, scope and component. Not all requests are tracked this way.',
+          labelNames: ['verb', 'group', 'resource'] as const,
+        },
+        stable,
+      ),
+    );
+    this.storeDuration = new Histogram(
+      this.lifecycle.declare(
+        {
+          name: 'etcd_request_duration_seconds',
+          help: 'Etcd request latency in seconds for each operation and object type.',
+          labelNames: ['operation'] as const,
+          buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+        },
+        { stabilityLevel: 'ALPHA' },
+      ),
+    );
+    // Process and runtime metrics, like the Go client's process_* and go_*: outside the life cycle, as there.
     collectDefaultMetrics({ register: this.registry });
   }
 

@@ -36,23 +36,13 @@ import { prepareCredentials, writeAdminKubeconfig } from './certificates.js';
 import { parseFeatureGates } from './features.js';
 import type { ServeOptions } from './flags.js';
 import { Metrics } from './metrics.js';
+import { registerReplicaMetrics } from './replica-metrics.js';
+import { serverVersion } from './version.js';
 import { openServerStore } from './store.js';
 import { adminHandler } from '../endpoints/admin.js';
 import { ApiError, errors } from '../apimachinery/status.js';
 import type { AccessReviewer } from '../auth/access-review.js';
 import { ipString, parseCidr } from '../kinds/service/index.js';
-
-export const serverVersion = {
-  major: '1',
-  minor: '32',
-  gitVersion: 'v1.32.0-stoa.0.1.0',
-  gitCommit: '',
-  gitTreeState: 'clean',
-  buildDate: '2026-01-01T00:00:00Z',
-  goVersion: `node${process.versions.node}`,
-  compiler: 'tsc',
-  platform: `${process.platform}/${process.arch}`,
-};
 
 const http2MaxStreamsPerConnection = 1000;
 
@@ -107,9 +97,10 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
     groupDomain: options.groupDomain,
     warn: (message, error) => logger.warn({ err: error }, message),
   });
-  const metrics = new Metrics();
+  const metrics = new Metrics(options.metrics);
   const { store: rawStore, replica, engine } = await openServerStore(options, logger);
   const store = metrics.instrument(rawStore);
+  if (replica !== undefined) registerReplicaMetrics(metrics.lifecycle, replica);
   const ctx = { groupDomain: options.groupDomain, serviceClusterIpRange: options.serviceClusterIpRange };
   const authenticationGroup = `authentication.${options.groupDomain}`;
   // Access reviews ask the authorizers, which exist only once the registries (built from these kinds) do.

@@ -35,18 +35,23 @@ const gauges = {
   queueBytes: ['stoa_peer_queue_bytes', 'Encoded bytes queued for a peer.'],
 } as const satisfies Record<GaugeField, readonly [string, string]>;
 
+/**
+ * Where a metric goes: the caller's life cycle decides its help text and whether it is registered (the server
+ * declares these as ALPHA, see src/server/metric-lifecycle.ts); a test passes one registry.
+ */
+export type DeclareMetric = <T extends { readonly name: string; readonly help: string }>(
+  options: T,
+) => T & { help: string; registers: Registry[] };
+
 /** Registers the transport's metrics, labelled by peer node ID; `stats` is read at each scrape. */
-export function registerTransportMetrics(registry: Registry, stats: () => TransportStats): void {
+export function registerTransportMetrics(declare: DeclareMetric, stats: () => TransportStats): void {
   const peers = (): [string, PeerStats][] => [...stats().peers].map(([id, s]) => [String(id), s]);
   for (const [field, [name, help]] of Object.entries(counters) as [
     CounterField,
     readonly [string, string],
   ][]) {
     new Counter({
-      name,
-      help,
-      labelNames: ['peer'],
-      registers: [registry],
+      ...declare({ name, help, labelNames: ['peer'] }),
       collect() {
         this.reset();
         for (const [peer, s] of peers()) this.inc({ peer }, s[field]);
@@ -55,10 +60,7 @@ export function registerTransportMetrics(registry: Registry, stats: () => Transp
   }
   for (const [field, [name, help]] of Object.entries(gauges) as [GaugeField, readonly [string, string]][]) {
     new Gauge({
-      name,
-      help,
-      labelNames: ['peer'],
-      registers: [registry],
+      ...declare({ name, help, labelNames: ['peer'] }),
       collect() {
         this.reset();
         for (const [peer, s] of peers()) this.set({ peer }, s[field]);
@@ -66,28 +68,31 @@ export function registerTransportMetrics(registry: Registry, stats: () => Transp
     });
   }
   new Gauge({
-    name: 'stoa_peer_connected',
-    help: 'Whether the connection this node dialled to a peer is up (1) or not (0).',
-    labelNames: ['peer'],
-    registers: [registry],
+    ...declare({
+      name: 'stoa_peer_connected',
+      help: 'Whether the connection this node dialled to a peer is up (1) or not (0).',
+      labelNames: ['peer'],
+    }),
     collect() {
       this.reset();
       for (const [peer, s] of peers()) this.set({ peer }, s.connected ? 1 : 0);
     },
   });
   new Counter({
-    name: 'stoa_peer_dropped_unknown_messages_total',
-    help: 'Messages addressed to a node that is not a peer, dropped.',
-    registers: [registry],
+    ...declare({
+      name: 'stoa_peer_dropped_unknown_messages_total',
+      help: 'Messages addressed to a node that is not a peer, dropped.',
+    }),
     collect() {
       this.reset();
       this.inc(stats().messagesDroppedUnknownPeer);
     },
   });
   new Counter({
-    name: 'stoa_peer_inbound_refused_total',
-    help: 'Inbound peer connections refused (TLS, hello) or closed on a protocol error.',
-    registers: [registry],
+    ...declare({
+      name: 'stoa_peer_inbound_refused_total',
+      help: 'Inbound peer connections refused (TLS, hello) or closed on a protocol error.',
+    }),
     collect() {
       this.reset();
       this.inc(stats().inboundRefused);

@@ -109,6 +109,23 @@ test('kill -9 of the leader under writes loses nothing acknowledged; the killed 
     restarted.body.snapshotChunksReceived >= 5,
     `the snapshot's state came in several chunks: ${JSON.stringify(restarted.body)}`,
   );
+  // Each member's /metrics tells the same story: one leader, everyone knows it, and its peer links are up.
+  const metric = (text: string, name: string): number[] =>
+    [...text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'gm'))].map((m) => Number(m[1]));
+  const scraped = await Promise.all(
+    [0, 1, 2].map(async (i) => String((await httpsJson(`${url(i)}/metrics`, tls)).body)),
+  );
+  assert.deepEqual(
+    scraped.map((text) => metric(text, 'stoa_raft_is_leader')[0]).sort(),
+    [0, 0, 1],
+    'exactly one member reports itself leader',
+  );
+  for (const text of scraped) {
+    assert.match(text, /# HELP stoa_raft_term \[ALPHA\] /);
+    assert.deepEqual(metric(text, 'stoa_raft_has_leader'), [1]);
+    assert.deepEqual(metric(text, 'stoa_peer_connected'), [1, 1], 'both peer links up');
+  }
+  assert.ok((metric(scraped[leaderIndex] ?? '', 'stoa_raft_snapshots_restored_total')[0] ?? 0) >= 1);
   for (const i of [0, 1, 2]) {
     const list = await httpsJson(`${url(i)}/api/v1/namespaces/default/configmaps`, tls);
     assert.equal(list.status, 200);

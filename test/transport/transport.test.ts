@@ -362,7 +362,10 @@ test('per-peer stats are exported as Prometheus metrics at scrape time', async (
   const a = await start(t, ids.a, { limits: { queueMessagesMax: 3 } });
   const b = await start(t, ids.b);
   const registry = new Registry();
-  registerTransportMetrics(registry, () => a.transport.stats());
+  registerTransportMetrics(
+    (options) => ({ ...options, registers: [registry] }),
+    () => a.transport.stats(),
+  );
   a.transport.addPeer(ids.b, peerUrl(b.port));
   b.transport.addPeer(ids.a, peerUrl(a.port));
   // Five in one turn: three fit the queue, two are dropped.
