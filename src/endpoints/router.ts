@@ -24,6 +24,8 @@ export interface RouterDeps extends ResourceDeps {
   readonly extraPaths?: ReadonlyMap<string, Handler>;
   /** /stoa/admin/v1/...: cluster administration (src/endpoints/admin.ts). */
   readonly admin?: Handler;
+  /** Whether --runtime-config serves this group, version and resource (default: everything). */
+  readonly served?: (group: string, version: string, resource: string) => boolean;
 }
 
 const healthEndpoints = new Set<string>(['healthz', 'livez', 'readyz']);
@@ -49,7 +51,9 @@ export function router(deps: RouterDeps): Handler {
     if (info.isResourceRequest && info.resource !== '') {
       ctx.metricResource = info.resource;
       const registry = deps.registries.find(info.group, info.version, info.resource);
-      if (registry === undefined) throw errors.pathNotFound();
+      if (registry === undefined || deps.served?.(info.group, info.version, info.resource) === false) {
+        throw errors.pathNotFound();
+      }
       if (isProxyRequest(info)) {
         await serveProxy(ctx, registry, info, deps.registries.find('', 'v1', 'endpoints'));
         return;

@@ -7,6 +7,8 @@ import {
   type MetricLifecycleFlags,
 } from './metric-lifecycle.js';
 import { servedRelease } from './version.js';
+import { ApiEnablement, parseRuntimeConfig } from './runtime-config.js';
+import { builtinKinds } from '../kinds/index.js';
 import {
   clusterFlagNames,
   clusterUsage,
@@ -58,6 +60,8 @@ export interface ServeOptions {
   readonly authentication: AuthenticationFlags;
   /** --authorization-mode and friends, or --authorization-config. */
   readonly authorization: AuthorizationFlags;
+  /** --runtime-config, checked against the built-in kinds: which versions and resources are served. */
+  readonly apiEnablement: ApiEnablement;
   /** --show-hidden-metrics-for-version and --disabled-metrics (the metric life cycle). */
   readonly metrics: MetricLifecycleFlags;
   /** Set when the node is a member of a replicated cluster (--initial-cluster given). */
@@ -86,6 +90,8 @@ flags:
   --watch-cache-size N                   events kept per resource in the watch cache (default 10000)
   --storage-retention D                  store history kept before compaction (default 5m)
   --v LEVEL                              log level: info, debug, warn (default info)
+  --runtime-config K[=V],...             enable or disable API versions and resources: api/all|api/ga|api/beta|api/alpha=BOOL,
+                                         GROUP/VERSION[=BOOL], GROUP/VERSION/RESOURCE[=BOOL] (core group: /v1)
   --show-hidden-metrics-for-version V    also expose metrics hidden in this release (only the previous minor, 1.31)
   --disabled-metrics NAMES               metrics not to expose (comma-separated, repeatable)
 ${authorizationUsage}${authenticationUsage}
@@ -155,6 +161,7 @@ export function parseServeFlags(argv: readonly string[]): ServeOptions | 'help' 
     'watch-cache-size',
     'storage-retention',
     'v',
+    'runtime-config',
     'show-hidden-metrics-for-version',
     'disabled-metrics',
     // Hidden, not in the usage: lets a test see periodic bookmarks without waiting a minute.
@@ -230,6 +237,10 @@ export function parseServeFlags(argv: readonly string[]): ServeOptions | 'help' 
     ...(bookmarkInterval === undefined
       ? {}
       : { watchBookmarkIntervalMs: positiveDuration(bookmarkInterval, 'watch-bookmark-interval') }),
+    apiEnablement: ApiEnablement.resolve(
+      parseRuntimeConfig(repeated.get('runtime-config') ?? []),
+      builtinKinds({ groupDomain: domain, serviceClusterIpRange: '10.0.0.0/24' }), // the groups and versions only,
+    ),
     metrics: parseMetricFlags(get('show-hidden-metrics-for-version'), repeated.get('disabled-metrics') ?? []),
     authentication: parseAuthenticationFlags(get, (name) => repeated.get(name) ?? [], parseDuration),
     authorization: parseAuthorizationFlags(get, parseDuration),

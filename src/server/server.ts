@@ -187,8 +187,13 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
   let drained: (() => void) | undefined;
   const app = router({
     registries,
-    discovery: new Discovery(kinds),
-    openapi: new OpenApi(kinds, options.groupDomain, serverVersion.gitVersion),
+    discovery: new Discovery(options.apiEnablement.servedKinds(kinds)),
+    openapi: new OpenApi(
+      options.apiEnablement.servedKinds(kinds),
+      options.groupDomain,
+      serverVersion.gitVersion,
+    ),
+    served: (group, version, resource) => options.apiEnablement.served(group, version, resource),
     health,
     metricsText: () => metrics.registry.metrics(),
     version: serverVersion,
