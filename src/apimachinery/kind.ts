@@ -28,6 +28,15 @@ export interface Strategy {
   readonly prepareForCreateUntracked?: (object: ApiObject) => void;
   /** On update of the main resource: e.g. keep the old status. */
   readonly prepareForUpdate?: (object: ApiObject, old: ApiObject) => void;
+  /**
+   * What an update of the `status` sub-resource puts back from the old object (kube-apiserver's status strategy
+   * and its GetResetFields: the spec, and per kind a few metadata fields); the rest of the request is kept, its
+   * labels and annotations included, and owned by the writer. Without it only status changes (as for custom
+   * resources).
+   */
+  readonly statusResetFields?: readonly (readonly string[])[];
+  /** After the reset fields of a status update are put back: what else the kind's status strategy does. */
+  readonly prepareForStatusUpdate?: (object: ApiObject, old: ApiObject) => void;
   readonly validate?: (object: ApiObject) => FieldError[];
   readonly validateUpdate?: (object: ApiObject, old: ApiObject) => FieldError[];
   /** Whether a spec change bumps metadata.generation (kinds with spec/status: yes). */

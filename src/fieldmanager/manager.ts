@@ -172,10 +172,26 @@ export interface FieldManagerOptions {
   /** Kinds with a status sub-resource: the main resource never owns status, `status` owns only status. */
   readonly statusSubresource: boolean;
   /**
+   * What a status update puts back (the kind's status strategy): `status` then owns everything else it
+   * changes, metadata included. Without it `status` owns only status.
+   */
+  readonly statusResetFields?: readonly (readonly string[])[];
+  /**
    * The kind's Go type (built-in kinds): Update entries then compare the objects as Go writes them, as
    * kube-apiserver does. Without it (custom resources) objects are compared as they are.
    */
   readonly goType?: GoType;
+}
+
+/** Removes a nested field (`['metadata', 'labels']`), leaving its parents. */
+function deletePath(object: Record<string, unknown>, path: readonly string[]): void {
+  let parent: unknown = object;
+  for (const part of path.slice(0, -1)) {
+    if (!isRecord(parent)) return;
+    parent = parent[part];
+  }
+  const last = path.at(-1);
+  if (isRecord(parent) && last !== undefined) delete parent[last];
 }
 
 export class FieldManager {
@@ -188,11 +204,16 @@ export class FieldManager {
   private managedView(object: ApiObject | undefined, subresource: string): Record<string, unknown> {
     if (object === undefined) return this.zero(subresource);
     const copy = JSON.parse(JSON.stringify(object)) as Record<string, unknown>;
-    if (subresource === 'status') return copy.status === undefined ? {} : { status: copy.status };
+    const resets = this.options.statusResetFields;
+    if (subresource === 'status' && resets === undefined) {
+      return copy.status === undefined ? {} : { status: copy.status };
+    }
     delete copy.apiVersion;
     delete copy.kind;
     if (isRecord(copy.metadata)) for (const field of strippedMetadata) delete copy.metadata[field];
-    if (this.options.statusSubresource) delete copy.status;
+    if (subresource === 'status') {
+      for (const path of resets ?? []) deletePath(copy, path);
+    } else if (this.options.statusSubresource) delete copy.status;
     return copy;
   }
 

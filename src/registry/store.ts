@@ -162,6 +162,9 @@ export class ResourceRegistry {
       schema: decl.schema,
       apiVersion: apiVersionOf(decl.group, decl.versions[0] ?? 'v1'),
       statusSubresource: decl.statusSubresource,
+      ...(decl.strategy?.statusResetFields === undefined
+        ? {}
+        : { statusResetFields: decl.strategy.statusResetFields }),
       ...(goType === undefined ? {} : { goType }),
     });
     this.prefix =
@@ -567,10 +570,17 @@ export class ResourceRegistry {
         finalizers: (object.spec as { finalizers?: unknown } | undefined)?.finalizers ?? [],
       };
     } else if (subresource === 'status') {
-      // Only status changes through the status sub-resource.
-      next = clone(current);
-      if (object.status === undefined) delete next.status;
-      else next.status = object.status;
+      const resets = this.decl.strategy?.statusResetFields;
+      if (resets !== undefined) {
+        next = object;
+        for (const path of resets) restorePath(next, current, path);
+        this.decl.strategy?.prepareForStatusUpdate?.(next, current);
+      } else {
+        // Only status changes through the status sub-resource.
+        next = clone(current);
+        if (object.status === undefined) delete next.status;
+        else next.status = object.status;
+      }
     } else {
       next = object;
       if (this.decl.statusSubresource) {
@@ -749,4 +759,27 @@ export class ResourceRegistry {
     }
     return out;
   }
+}
+
+/** Puts back the old object's field at `path` (a status update's reset fields), or removes it if it had none. */
+function restorePath(object: ApiObject, old: ApiObject, path: readonly string[]): void {
+  const last = path.at(-1);
+  if (last === undefined) return;
+  let from: unknown = old;
+  for (const part of path) from = isPlainRecord(from) ? from[part] : undefined;
+  let into: Record<string, unknown> = object as unknown as Record<string, unknown>;
+  for (const part of path.slice(0, -1)) {
+    const child = into[part];
+    if (!isPlainRecord(child)) {
+      if (from === undefined) return;
+      into[part] = {};
+    }
+    into = into[part] as Record<string, unknown>;
+  }
+  if (from === undefined) delete into[last];
+  else into[last] = clone(from);
+}
+
+function isPlainRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }

@@ -955,6 +955,74 @@ describe('kinds', () => {
       ['p'],
     );
   });
+  test("status writes keep what kube's status strategies keep: the spec (and per kind some metadata) from before, the request's other metadata", async () => {
+    const created = await server.request('POST', '/api/v1/namespaces/default/pods', {
+      body: {
+        metadata: { name: 'st', labels: { a: '1' } },
+        spec: { containers: [{ name: 'c', image: 'busybox' }] },
+      },
+    });
+    assert.equal(created.status, 201);
+    const owner = {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      name: 'o',
+      uid: '00000000-0000-0000-0000-000000000001',
+    };
+    const st = await server.request('PUT', '/api/v1/namespaces/default/pods/st/status?fieldManager=kubelet', {
+      body: {
+        ...created.body,
+        metadata: {
+          ...created.body.metadata,
+          labels: { a: '2', b: 'new' },
+          annotations: { note: 'from status' },
+          ownerReferences: [owner],
+        },
+        spec: { ...created.body.spec, nodeName: 'ignored' },
+        status: { phase: 'Running' },
+      },
+    });
+    assert.equal(st.status, 200, JSON.stringify(st.body));
+    assert.deepEqual(st.body.metadata.labels, { a: '2', b: 'new' });
+    assert.deepEqual(st.body.metadata.annotations, { note: 'from status' });
+    assert.equal(st.body.metadata.ownerReferences, undefined, 'owner references are reset');
+    assert.equal(st.body.spec.nodeName, undefined, 'the spec is reset');
+    assert.equal(st.body.status.phase, 'Running');
+    assert.equal(st.body.status.qosClass, 'BestEffort', 'the QoS class is kept when left out');
+    const entry = (st.body.metadata.managedFields as any[]).find((e) => e.manager === 'kubelet');
+    assert.equal(entry.subresource, 'status');
+    assert.deepEqual(Object.keys(entry.fieldsV1).sort(), ['f:metadata', 'f:status']);
+    assert.ok('f:b' in entry.fieldsV1['f:metadata']['f:labels']);
+    assert.ok('f:note' in entry.fieldsV1['f:metadata']['f:annotations']);
+
+    const deployment = await server.request('POST', '/apis/apps/v1/namespaces/default/deployments', {
+      body: {
+        metadata: { name: 'st', labels: { app: 'st' } },
+        spec: {
+          selector: { matchLabels: { app: 'st' } },
+          template: {
+            metadata: { labels: { app: 'st' } },
+            spec: { containers: [{ name: 'c', image: 'busybox' }] },
+          },
+        },
+      },
+    });
+    assert.equal(deployment.status, 201);
+    const dst = await server.request('PUT', '/apis/apps/v1/namespaces/default/deployments/st/status', {
+      body: {
+        ...deployment.body,
+        metadata: { ...deployment.body.metadata, labels: { app: 'changed' }, annotations: { seen: 'yes' } },
+        spec: { ...deployment.body.spec, replicas: 7 },
+        status: { observedGeneration: 1, replicas: 0 },
+      },
+    });
+    assert.equal(dst.status, 200, JSON.stringify(dst.body));
+    assert.deepEqual(dst.body.metadata.labels, { app: 'st' }, "a Deployment's status write keeps its labels");
+    assert.deepEqual(dst.body.metadata.annotations, { seen: 'yes' });
+    assert.equal(dst.body.spec.replicas, 1);
+    assert.equal(dst.body.metadata.generation, 1);
+    assert.equal(dst.body.status.observedGeneration, 1);
+  });
   test('pods: graceful deletion when bound to a node, immediate with gracePeriodSeconds=0; eviction', async () => {
     const pod = (name: string, nodeName?: string): unknown => ({
       metadata: { name },

@@ -135,6 +135,7 @@ export function deploymentKind(_ctx: DomainContext): KindDeclaration {
         defaultStrategy(o);
       },
       prepareForUpdate: defaultStrategy,
+      statusResetFields: [['spec'], ['metadata', 'labels']],
       validate: validateSelector,
       validateUpdate: (o, old) =>
         JSON.stringify(record(o.spec).selector) !== JSON.stringify(record(old.spec).selector)

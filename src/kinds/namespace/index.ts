@@ -58,6 +58,14 @@ export function namespaceKind(ctx: DomainContext): KindDeclaration {
           [nameLabel]: o.metadata.name ?? '',
         };
       },
+      statusResetFields: [['spec']],
+      // The name label is kept on every write, status ones included.
+      prepareForStatusUpdate: (o, old) => {
+        o.metadata.labels = {
+          ...(o.metadata.labels ?? {}),
+          [nameLabel]: old.metadata.name ?? '',
+        };
+      },
     },
   };
 }

@@ -78,5 +78,7 @@ export function nodeKind(_ctx: DomainContext): KindDeclaration {
       },
     ],
     selectableFields: { 'spec.unschedulable': (o) => fieldString(o, 'spec.unschedulable') || 'false' },
+    // A status update keeps the spec; metadata may change (a kubelet updates its labels this way).
+    strategy: { statusResetFields: [['spec']] },
   };
 }

@@ -169,6 +169,15 @@ export function podKind(_ctx: DomainContext): KindDeclaration {
         defaultContainers(o);
         defaultPriority(o);
       },
+      statusResetFields: [['spec'], ['metadata', 'deletionTimestamp'], ['metadata', 'ownerReferences']],
+      // The QoS class is set at creation: a status update that leaves it out keeps it.
+      prepareForStatusUpdate: (o, old) => {
+        const status = record(o.status);
+        const oldQos = record(old.status).qosClass;
+        if ((status.qosClass === undefined || status.qosClass === '') && oldQos !== undefined) {
+          o.status = { ...status, qosClass: oldQos };
+        }
+      },
       validate: validatePod,
       // Pods bound to a node end gracefully (their node confirms); unbound or finished pods go at once.
       gracePeriodSeconds: (o) => {

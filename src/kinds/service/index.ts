@@ -189,6 +189,7 @@ export function serviceKind(ctx: DomainContext): KindDeclaration {
           if (port.targetPort === undefined) port.targetPort = port.port;
         o.spec = spec;
       },
+      statusResetFields: [['spec']],
       validate: (o) => {
         const out: FieldError[] = [];
         const spec = record(o.spec);
