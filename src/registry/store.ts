@@ -767,7 +767,7 @@ function restorePath(object: ApiObject, old: ApiObject, path: readonly string[])
   if (last === undefined) return;
   let from: unknown = old;
   for (const part of path) from = isPlainRecord(from) ? from[part] : undefined;
-  let into: Record<string, unknown> = object as unknown as Record<string, unknown>;
+  let into: Record<string, unknown> = object;
   for (const part of path.slice(0, -1)) {
     const child = into[part];
     if (!isPlainRecord(child)) {
