@@ -135,6 +135,43 @@ export interface KindDeclaration {
   readonly createSubresources?: Readonly<Record<string, CreateSubresource>>;
   /** Verbs this kind does not serve (e.g. events are never watched by name... most serve all). */
   readonly verbs?: readonly Verb[];
+  /**
+   * The deprecation of versions other than the preferred one (Kubernetes' prerelease-lifecycle tags), by
+   * version. Requests to a deprecated version are answered with a Warning header and counted in
+   * `apiserver_requested_deprecated_apis`. Only virtual kinds serve more than one version: their versions have
+   * one schema, so converting is setting apiVersion.
+   */
+  readonly versionLifecycle?: Readonly<Record<string, VersionLifecycle>>;
+}
+
+/** When a version of a kind was deprecated and will stop being served (`[major, minor]`). */
+export interface VersionLifecycle {
+  readonly deprecated: readonly [number, number];
+  readonly removed?: readonly [number, number];
+  readonly replacement?: { readonly group: string; readonly version: string; readonly kind: string };
+}
+
+/**
+ * kube-apiserver's deprecation warning for a request to a version deprecated at or before the served release
+ * (`authentication.k8s.io/v1beta1 SelfSubjectReview is deprecated in v1.30+, unavailable in v1.33+`), or
+ * undefined when the version is not deprecated (yet).
+ */
+export function deprecationWarning(
+  decl: KindDeclaration,
+  version: string,
+  release: { readonly major: number; readonly minor: number },
+): { message: string; removedRelease: string } | undefined {
+  const life = decl.versionLifecycle?.[version];
+  if (life === undefined) return undefined;
+  const [major, minor] = life.deprecated;
+  if (release.major < major || (release.major === major && release.minor < minor)) return undefined;
+  let message = `${apiVersionOf(decl.group, version)} ${decl.kind} is deprecated in v${major}.${minor}+`;
+  if (life.removed !== undefined) message += `, unavailable in v${life.removed[0]}.${life.removed[1]}+`;
+  if (life.replacement !== undefined) {
+    message += `; use ${apiVersionOf(life.replacement.group, life.replacement.version)} ${life.replacement.kind}`;
+  }
+  const removedRelease = life.removed === undefined ? '' : `${life.removed[0]}.${life.removed[1]}`;
+  return { message, removedRelease };
 }
 
 export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection';

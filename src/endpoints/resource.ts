@@ -253,8 +253,14 @@ async function createVirtual(
   if (info.name !== '' || info.subresource !== '') throw errors.pathNotFound();
   if (decl.namespaced && info.namespace === '') throw errors.pathNotFound();
   if (info.verb !== 'create') throw errors.methodNotAllowed();
-  const object = await readObject(ctx, registry, deps);
-  object.apiVersion = registry.apiVersion;
+  // Every version of a virtual kind has the same schema: the request's version is the answer's.
+  const apiVersion = apiVersionOf(decl.group, info.version);
+  const object = await readObject(
+    ctx,
+    { body: { ...bodyKindOf(registry), version: info.version }, apiVersion, schema: decl.schema },
+    deps,
+  );
+  object.apiVersion = apiVersion;
   object.kind = decl.kind;
   registry.validateVirtual(object);
   const result = await hook.create(object, {
@@ -263,7 +269,7 @@ async function createVirtual(
     name: '',
     dryRun: dryRunOf(ctx.query),
   });
-  respond(ctx, 201, { ...result, apiVersion: registry.apiVersion, kind: decl.kind });
+  respond(ctx, 201, { ...result, apiVersion, kind: decl.kind });
 }
 
 const subresourceValidators = new WeakMap<Schema, ObjectValidator>();

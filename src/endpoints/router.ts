@@ -4,7 +4,8 @@ import { negotiateResponse } from '../apimachinery/negotiation.js';
 import { errors } from '../apimachinery/status.js';
 import type { Registries } from '../registry/index.js';
 import type { Handler } from '../filters/handler.js';
-import { respond, respondText, type RequestContext } from './context.js';
+import { deprecationWarning } from '../apimachinery/kind.js';
+import { respond, respondText, warningValue, type RequestContext } from './context.js';
 import type { Discovery } from './discovery.js';
 import type { Health, HealthEndpoint } from './health.js';
 import type { OpenApi } from './openapi.js';
@@ -26,6 +27,19 @@ export interface RouterDeps extends ResourceDeps {
   readonly admin?: Handler;
   /** Whether --runtime-config serves this group, version and resource (default: everything). */
   readonly served?: (group: string, version: string, resource: string) => boolean;
+  /** The release this server follows: a version deprecated at or before it is answered with a warning. */
+  readonly release: { readonly major: number; readonly minor: number };
+  /** Told of every request to a deprecated version (the `apiserver_requested_deprecated_apis` gauge). */
+  readonly deprecatedRequested?: (request: DeprecatedRequest) => void;
+}
+
+export interface DeprecatedRequest {
+  readonly group: string;
+  readonly version: string;
+  readonly resource: string;
+  readonly subresource: string;
+  /** `major.minor` of the release that stops serving it, or ''. */
+  readonly removedRelease: string;
 }
 
 const healthEndpoints = new Set<string>(['healthz', 'livez', 'readyz']);
@@ -53,6 +67,17 @@ export function router(deps: RouterDeps): Handler {
       const registry = deps.registries.find(info.group, info.version, info.resource);
       if (registry === undefined || deps.served?.(info.group, info.version, info.resource) === false) {
         throw errors.pathNotFound();
+      }
+      const deprecated = deprecationWarning(registry.decl, info.version, deps.release);
+      if (deprecated !== undefined) {
+        ctx.warnings.push(warningValue(deprecated.message));
+        deps.deprecatedRequested?.({
+          group: info.group,
+          version: info.version,
+          resource: info.resource,
+          subresource: info.subresource,
+          removedRelease: deprecated.removedRelease,
+        });
       }
       if (isProxyRequest(info)) {
         await serveProxy(ctx, registry, info, deps.registries.find('', 'v1', 'endpoints'));

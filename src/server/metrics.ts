@@ -15,6 +15,7 @@ export class Metrics {
   readonly inflight: Gauge<'request_kind'>;
   readonly watchers: Gauge<'verb' | 'group' | 'resource'>;
   readonly storeDuration: Histogram<'operation'>;
+  readonly deprecatedApis: Gauge<'group' | 'version' | 'resource' | 'subresource' | 'removed_release'>;
 
   constructor(flags: MetricLifecycleFlags = {}, release: ReleaseVersion = servedRelease) {
     this.lifecycle = new MetricLifecycle(this.registry, release, flags);
@@ -69,6 +70,16 @@ export class Metrics {
           buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
         },
         { stabilityLevel: 'ALPHA' },
+      ),
+    );
+    this.deprecatedApis = new Gauge(
+      this.lifecycle.declare(
+        {
+          name: 'apiserver_requested_deprecated_apis',
+          help: 'Gauge of deprecated APIs that have been requested, broken out by API group, version, resource, subresource, and removed_release.',
+          labelNames: ['group', 'version', 'resource', 'subresource', 'removed_release'] as const,
+        },
+        stable,
       ),
     );
     // Process and runtime metrics, like the Go client's process_* and go_*: outside the life cycle, as there.

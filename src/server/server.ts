@@ -37,7 +37,7 @@ import { parseFeatureGates } from './features.js';
 import type { ServeOptions } from './flags.js';
 import { Metrics } from './metrics.js';
 import { registerReplicaMetrics } from './replica-metrics.js';
-import { serverVersion } from './version.js';
+import { servedRelease, serverVersion } from './version.js';
 import { openServerStore } from './store.js';
 import { adminHandler } from '../endpoints/admin.js';
 import { ApiError, errors } from '../apimachinery/status.js';
@@ -194,6 +194,12 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
       serverVersion.gitVersion,
     ),
     served: (group, version, resource) => options.apiEnablement.served(group, version, resource),
+    release: servedRelease,
+    deprecatedRequested: ({ group, version, resource, subresource, removedRelease }) =>
+      metrics.deprecatedApis.set(
+        { group, version, resource, subresource, removed_release: removedRelease },
+        1,
+      ),
     health,
     metricsText: () => metrics.registry.metrics(),
     version: serverVersion,

@@ -118,3 +118,69 @@ describe('a server with apps/v1 and configmaps disabled', () => {
     assert.match(get.stderr, /the server doesn't have a resource type "deployments"/);
   });
 });
+
+describe('a deprecated beta version turned on (authentication.k8s.io/v1beta1 SelfSubjectReview)', () => {
+  let server: TestServer;
+  before(async () => {
+    ensureKubectl();
+    server = await startTestServer([
+      '--group-domain',
+      'k8s.io',
+      '--runtime-config',
+      'authentication.k8s.io/v1=false,authentication.k8s.io/v1beta1=true',
+    ]);
+  });
+  after(async () => server?.stop());
+
+  test('served in its version, with the deprecation warning and the deprecated-API gauge', async () => {
+    const group = await server.request('GET', '/apis/authentication.k8s.io');
+    assert.deepEqual(
+      (group.body.versions as { version: string }[]).map((v) => v.version),
+      ['v1beta1'],
+    );
+    const review = await server.request('POST', '/apis/authentication.k8s.io/v1beta1/selfsubjectreviews', {
+      body: { apiVersion: 'authentication.k8s.io/v1beta1', kind: 'SelfSubjectReview' },
+    });
+    assert.equal(review.status, 201, JSON.stringify(review.body));
+    assert.equal(review.body.apiVersion, 'authentication.k8s.io/v1beta1');
+    assert.equal(review.body.status.userInfo.username, 'admin');
+    assert.equal(
+      review.headers.warning,
+      '299 - "authentication.k8s.io/v1beta1 SelfSubjectReview is deprecated in v1.30+, unavailable in v1.33+"',
+    );
+    const v1 = await server.request('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', {
+      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+    });
+    assert.equal(v1.status, 404);
+    const metrics = await server.request('GET', '/metrics');
+    assert.match(
+      metrics.text,
+      /apiserver_requested_deprecated_apis\{group="authentication\.k8s\.io",version="v1beta1",resource="selfsubjectreviews",subresource="",removed_release="1\.33"\} 1/,
+    );
+  });
+
+  test('kubectl auth whoami falls back to it and shows the warning', async () => {
+    const r = await runKubectl(server.kubeconfig, [
+      'auth',
+      'whoami',
+      '-o',
+      'jsonpath={.status.userInfo.username}',
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'admin');
+    assert.match(
+      r.stderr,
+      /Warning: authentication\.k8s\.io\/v1beta1 SelfSubjectReview is deprecated in v1\.30\+/,
+    );
+  });
+
+  test('off by default, as every beta version of kube-apiserver 1.32 introduced after 1.22', () => {
+    const defaults = resolve();
+    assert.equal(defaults.served('authentication.k8s.io', 'v1beta1', 'selfsubjectreviews'), false);
+    assert.equal(defaults.served('authentication.k8s.io', 'v1', 'selfsubjectreviews'), true);
+    assert.equal(
+      resolve('api/beta=true').served('authentication.k8s.io', 'v1beta1', 'selfsubjectreviews'),
+      true,
+    );
+  });
+});

@@ -132,7 +132,7 @@ test("the server's request metrics carry kube-apiserver's stability levels", asy
   assert.match(text, /# HELP apiserver_current_inflight_requests \[STABLE\] /);
   assert.match(text, /# HELP apiserver_longrunning_requests \[STABLE\] /);
   assert.match(text, /# HELP etcd_request_duration_seconds \[ALPHA\] /);
-  assert.match(text, /registered_metrics_total\{stability_level="STABLE",deprecated_version=""\} 4/);
+  assert.match(text, /registered_metrics_total\{stability_level="STABLE",deprecated_version=""\} 5/);
   const without = await new Metrics({ disabledMetrics: ['apiserver_request_total'] }).registry.metrics();
   assert.doesNotMatch(without, /apiserver_request_total/);
 });

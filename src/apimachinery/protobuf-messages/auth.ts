@@ -1,4 +1,5 @@
-// Wire messages of rbac.authorization/v1, authorization/v1 and authentication/v1 (notation: ./schema.ts).
+// Wire messages of rbac.authorization/v1, authorization/v1 and authentication/v1 (and v1beta1's
+// SelfSubjectReview) (notation: ./schema.ts).
 
 import type { PackageText } from './schema.js';
 
@@ -89,6 +90,16 @@ export const authenticationPackages: readonly PackageText[] = [
       TokenRequestSpec { audiences:[string] 1; expirationSeconds:int64? 4; boundObjectRef:BoundObjectReference? 3 }
       TokenRequestStatus { token 1; expirationTimestamp:Time 2 }
       kind TokenRequest { metadata:ObjectMeta 1; spec:TokenRequestSpec 2; status:TokenRequestStatus 3 }
+    `,
+  },
+  {
+    // Served only when --runtime-config turns it on (deprecated in 1.30): its status holds a v1 UserInfo.
+    name: 'authentication.v1beta1',
+    groupPrefix: 'authentication',
+    version: 'v1beta1',
+    text: `
+      SelfSubjectReviewStatus { userInfo:authentication.v1.UserInfo 1 }
+      kind SelfSubjectReview { metadata:ObjectMeta 1; status:SelfSubjectReviewStatus 2 }
     `,
   },
 ];

@@ -1,4 +1,4 @@
-// SelfSubjectReview (authentication.DOMAIN/v1): a virtual kind. Creating one answers who the request is from
+// SelfSubjectReview (authentication.DOMAIN/v1, and v1beta1 when enabled): a virtual kind. Creating one answers who the request is from
 // (after impersonation): status.userInfo with username, uid, groups and extra. Nothing is stored.
 
 import { domainGroup, type DomainContext, type KindDeclaration } from '../../apimachinery/kind.js';
@@ -28,7 +28,9 @@ export function userInfoJson(user: UserInfo): Record<string, unknown> {
 export function selfSubjectReviewKind(ctx: DomainContext, nowMs: () => number = Date.now): KindDeclaration {
   return {
     group: domainGroup(ctx, 'authentication'),
-    versions: ['v1'],
+    // v1beta1 as kube-apiserver 1.32 has it: off by default (--runtime-config turns it on), deprecated in 1.30.
+    versions: ['v1', 'v1beta1'],
+    versionLifecycle: { v1beta1: { deprecated: [1, 30], removed: [1, 33] } },
     kind: 'SelfSubjectReview',
     plural: 'selfsubjectreviews',
     singular: 'selfsubjectreview',
