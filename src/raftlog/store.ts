@@ -1,8 +1,10 @@
 // Persistence of the Raft log: a segment write-ahead log of our own (etcd's wal package is the model).
 //
 // The node calls save() with what a Ready asks to persist and awaits it BEFORE it sends that Ready's messages:
-// save() resolves only once the records holding all of it are written and fdatasynced (one write, one
-// fdatasync). Calls are serialized in the order they are made.
+// save() resolves only once the records holding all of it are durable: ONE write on a file opened with O_DSYNC
+// (measured no slower than write + fdatasync here, and one thread-pool round trip instead of two). A save with
+// `sync: false` (a commit-index-only hard state) is not written at once: its records go out with the next synced
+// write, or at close; a crash may lose it, as it may lose any unsynced write. Calls are serialized in order.
 //
 // Layout: <dir>/<seq:16 hex>-<firstIndex:16 hex>.wal, segments of `segmentBytes` (16 MiB), preallocated with
 // zeros by a background step before they are needed (`next.tmp`). Segment N+1 is started when N is full; its
@@ -87,6 +89,8 @@ const batchEnd = 0x80;
 const packr = new Packr({ useRecords: false, moreTypes: false });
 const segmentPattern = /^([0-9a-f]{16})-([0-9a-f]{16})\.wal$/;
 const nextSegmentName = 'next.tmp';
+/** The segment being appended to: every write is durable when it returns (one call instead of write + fdatasync). */
+const segmentFlags = constants.O_RDWR | constants.O_DSYNC;
 
 const hex16 = (n: number): string => n.toString(16).padStart(16, '0');
 const segmentName = (seq: number, firstIndex: number): string => `${hex16(seq)}-${hex16(firstIndex)}.wal`;
@@ -133,6 +137,12 @@ class RecordWriter {
       last.writeUInt32LE(this.crc, 4);
     }
     return this;
+  }
+  /** Appends the (finished) records of a later write. */
+  absorb(later: RecordWriter): void {
+    this.parts.push(...later.parts);
+    this.length += later.length;
+    this.crc = later.crc;
   }
   bytes(): Buffer {
     return this.parts.length === 1 ? (this.parts[0] as Buffer) : Buffer.concat(this.parts, this.length);
@@ -181,8 +191,8 @@ export class RaftLogStore {
   private background: Promise<void> = Promise.resolve();
   private preparing: Promise<void> | undefined;
   private closed = false;
-  /** The current segment has writes not yet fdatasynced (commit-only hard states). */
-  private unsynced = false;
+  /** Records of saves with `sync: false`, not written yet (they go with the next synced write). */
+  private deferred: RecordWriter | undefined;
   /** Where the current segment's header ends. */
   private segmentStart = 0;
 
@@ -347,19 +357,18 @@ export class RaftLogStore {
         path: join(dir, segmentName(0, lastIndex + 1)),
       };
       await writeZeros(segment.path, segmentBytes);
-      file = await open(segment.path, 'r+');
+      file = await open(segment.path, segmentFlags);
       const writer = new RecordWriter(0);
       RaftLogStore.writeHeader(writer, 0, segment.firstIndex, loaded);
       writer.finish();
       await file.write(writer.bytes(), 0, writer.length, 0);
-      await file.datasync();
       await fsyncDir(dir);
       segments.push(segment);
       offset = writer.length;
       crc = writer.crc;
       headerEnd = writer.length;
     } else {
-      file = await open((segments.at(-1) as Segment).path, 'r+');
+      file = await open((segments.at(-1) as Segment).path, segmentFlags);
     }
     const store = new RaftLogStore(
       dir,
@@ -582,7 +591,7 @@ export class RaftLogStore {
   }
 
   /**
-   * Persists a Ready's hard state, entries and snapshot in one write (fdatasynced unless `sync: false`). Calls
+   * Persists a Ready's hard state, entries and snapshot in one durable write (deferred if `sync: false`). Calls
    * are serialized: each one starts after the previous one is durable, so the log has the order the core produced.
    */
   save(request: SaveRequest): Promise<void> {
@@ -646,6 +655,23 @@ export class RaftLogStore {
   /** Writes the records at the end of the current segment, starting a new segment first if they do not fit. */
   private async append(writer: RecordWriter, sync: boolean): Promise<void> {
     writer.finish();
+    if (!sync) {
+      // Nothing is promised about it: it goes out with the next synced write (or at close), in one write.
+      if (this.deferred === undefined) this.deferred = writer;
+      else this.deferred.absorb(writer);
+      this.crc = writer.crc;
+      return;
+    }
+    if (this.deferred !== undefined) {
+      this.deferred.absorb(writer);
+      writer = this.deferred;
+      this.deferred = undefined;
+    }
+    await this.writeOut(writer);
+  }
+
+  /** One write (the segment is open with O_DSYNC: durable when it returns), after a rotation if needed. */
+  private async writeOut(writer: RecordWriter): Promise<void> {
     let rotated = false;
     // A batch larger than a segment goes into the current one if it holds nothing else (the file grows).
     if (this.offset + writer.length > this.segmentBytes && this.offset > this.segmentStart) {
@@ -654,8 +680,6 @@ export class RaftLogStore {
     }
     const bytes = writer.bytes();
     await this.file.write(bytes, 0, bytes.length, this.offset);
-    if (sync || rotated) await this.file.datasync();
-    this.unsynced = !(sync || rotated);
     if (rotated) await fsyncDir(this.dir);
     this.offset += bytes.length;
     this.crc = writer.crc;
@@ -675,7 +699,7 @@ export class RaftLogStore {
     await this.preparing;
     await rename(join(this.dir, nextSegmentName), path);
     this.preparing = undefined;
-    const file = await open(path, 'r+');
+    const file = await open(path, segmentFlags);
     const header = new RecordWriter(0);
     RaftLogStore.writeHeader(header, seq, firstIndex, {
       identity: this.identity,
@@ -697,8 +721,6 @@ export class RaftLogStore {
     writer.length += header.length;
     writer.crc = crc;
     this.segmentStart = header.length;
-    // An earlier segment must be whole on disk: sync what was written to it without sync before leaving it.
-    if (this.unsynced) await old.datasync();
     await old.close();
   }
 
@@ -741,6 +763,9 @@ export class RaftLogStore {
     if (this.closed) return;
     this.closed = true;
     await this.saving;
+    const deferred = this.deferred;
+    this.deferred = undefined;
+    if (deferred !== undefined) await this.writeOut(deferred);
     await this.background;
     await this.file.close();
     openDirs.delete(resolve(this.dir));
