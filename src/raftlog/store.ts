@@ -36,7 +36,7 @@
 
 import { Packr } from 'msgpackr';
 import { crc32 } from 'node:zlib';
-import { constants } from 'node:fs';
+import { constants, writeSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename, rm, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { LogIndex } from '../util/brand.js';
@@ -74,6 +74,11 @@ export interface RaftLogOptions {
   readonly segmentBytes?: number;
   /** The directory of the LevelDB log of earlier versions, migrated on first open when it exists. */
   readonly legacyDir?: string;
+  /**
+   * Write with a synchronous call on the event loop instead of through the thread pool (default: the
+   * environment variable STOA_RAFTLOG_SYNC_IO=1; off). Blocks the loop for the fsync; saves a pool round trip.
+   */
+  readonly syncIo?: boolean;
   /** Tests only: stop the migration after this step, as a crash there would. */
   readonly migrationCrashAfter?: 'written' | 'renamed';
 }
@@ -199,6 +204,7 @@ export class RaftLogStore {
   private constructor(
     readonly dir: string,
     private readonly segmentBytes: number,
+    private readonly syncIo: boolean,
     private readonly segments: Segment[],
     private file: FileHandle,
     private offset: number,
@@ -228,7 +234,11 @@ export class RaftLogStore {
       assert(segmentBytes >= 512, 'segments of at least 512 bytes');
       await RaftLogStore.migrate(dir, segmentBytes, options);
       await mkdir(dir, { recursive: true });
-      return await RaftLogStore.load(dir, segmentBytes);
+      return await RaftLogStore.load(
+        dir,
+        segmentBytes,
+        options.syncIo ?? process.env['STOA_RAFTLOG_SYNC_IO'] === '1',
+      );
     } catch (error) {
       openDirs.delete(key);
       throw error;
@@ -280,6 +290,7 @@ export class RaftLogStore {
   private static async load(
     dir: string,
     segmentBytes: number,
+    syncIo: boolean,
   ): Promise<{ store: RaftLogStore; loaded: LoadedLog }> {
     const segments: Segment[] = [];
     for (const name of (await readdir(dir)).sort()) {
@@ -373,6 +384,7 @@ export class RaftLogStore {
     const store = new RaftLogStore(
       dir,
       segmentBytes,
+      syncIo,
       segments,
       file,
       offset,
@@ -679,7 +691,8 @@ export class RaftLogStore {
       rotated = true;
     }
     const bytes = writer.bytes();
-    await this.file.write(bytes, 0, bytes.length, this.offset);
+    if (this.syncIo) writeSync(this.file.fd, bytes, 0, bytes.length, this.offset);
+    else await this.file.write(bytes, 0, bytes.length, this.offset);
     if (rotated) await fsyncDir(this.dir);
     this.offset += bytes.length;
     this.crc = writer.crc;
