@@ -739,8 +739,8 @@ export class RaftLogStore {
 
   /** Prepares (zero-fills) the next segment in the background once the current one is half full. */
   private maybePrepare(now = false): void {
-    if (this.preparing !== undefined || this.closed) return;
-    if (!now && this.offset < this.segmentBytes / 2) return;
+    if (this.preparing !== undefined) return;
+    if (!now && (this.closed || this.offset < this.segmentBytes / 2)) return;
     const path = join(this.dir, nextSegmentName);
     const run = this.background.then(() => writeZeros(path, this.segmentBytes));
     this.preparing = run;

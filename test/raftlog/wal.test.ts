@@ -490,3 +490,27 @@ test('a file cut short of its preallocated size still opens and appends', async 
   await third.store.close();
   assert.equal(third.loaded.entries.length, 4);
 });
+
+test('unsynced hard states are written with the next synced save, or at close (even into a new segment)', async (t) => {
+  const dir = await tempDir(t);
+  const segmentBytes = 512;
+  const { store } = await RaftLogStore.open(dir, { segmentBytes });
+  await store.save({ entries: [entry(1, 1)] });
+  for (let commit = 1; commit <= 60; commit++) {
+    await store.save({
+      hardState: { term: term(1), vote: nodeId(1), commit: logIndex(commit) },
+      sync: false,
+    });
+  }
+  await store.close();
+  const { store: again, loaded } = await RaftLogStore.open(dir, { segmentBytes });
+  assert.deepEqual(loaded.hardState, { term: 1, vote: 1, commit: 60 });
+  assert.ok((await segments(dir)).length >= 2, 'the deferred records started a new segment at close');
+  await again.save({ hardState: { term: term(2), vote: nodeId(2), commit: logIndex(1) }, sync: false });
+  await again.save({ entries: [entry(2, 2)] });
+  await again.close();
+  const third = await RaftLogStore.open(dir, { segmentBytes });
+  await third.store.close();
+  assert.deepEqual(third.loaded.hardState, { term: 2, vote: 2, commit: 1 });
+  assert.deepEqual(summary(third.loaded.entries), ['1:1:e1t1', '2:2:e2t2']);
+});
