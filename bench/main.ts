@@ -6,6 +6,7 @@ import { runStoreBench } from './store.js';
 import { runApiBench } from './api.js';
 import { runAuthzBench } from './authz.js';
 import { runLatencyBench } from './latency.js';
+import { runRaftlogBench } from './raftlog.js';
 import type { Target } from './measure.js';
 
 export interface BenchArgs {
@@ -51,6 +52,10 @@ const scenarios: Record<string, Scenario> = {
   latency: {
     summary: "one client's write on a 3-node Stoa cluster, traced stage by stage",
     run: runLatencyBench,
+  },
+  raftlog: {
+    summary: 'Raft log save(): the segment WAL vs the LevelDB log it replaced, in process',
+    run: runRaftlogBench,
   },
 };
 

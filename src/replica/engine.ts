@@ -350,12 +350,33 @@ export class ReplicatedStore implements KVStore {
     const selfId = nodeIdFromName(options.name);
     const clusterId = clusterIdFromToken(options.clusterToken);
     await mkdir(options.dataDir, { recursive: true });
-    const { store: log, loaded: loadedFromDisk } = await RaftLogStore.open(join(options.dataDir, 'raft'));
     const mvccDir = join(options.dataDir, 'mvcc');
     const db = new ClassicLevel<Buffer, Buffer>(mvccDir, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
-    let transport: PeerTransport<Message | StreamMessage> | undefined;
+    // The MVCC LevelDB is opened first: its LOCK guards the whole data dir (the Raft log has no lock of its own
+    // across processes), so a second process is refused before it reads or migrates anything.
     try {
       await db.open();
+    } catch (error) {
+      if (/lock/i.test((error as { cause?: Error }).cause?.message ?? '')) {
+        throw new StorageError(
+          'Unavailable',
+          `data dir ${options.dataDir} is in use by another process (the LevelDB lock of ${mvccDir} is held)`,
+        );
+      }
+      throw error;
+    }
+    let log: RaftLogStore;
+    let loadedFromDisk: LoadedLog;
+    try {
+      ({ store: log, loaded: loadedFromDisk } = await RaftLogStore.open(join(options.dataDir, 'raft-wal'), {
+        legacyDir: join(options.dataDir, 'raft'),
+      }));
+    } catch (error) {
+      await db.close().catch(() => undefined);
+      throw error;
+    }
+    let transport: PeerTransport<Message | StreamMessage> | undefined;
+    try {
       let loaded: LoadedLog = loadedFromDisk;
       if (loaded.identity !== undefined) {
         ReplicatedStore.checkIdentity(options, loaded.identity, clusterId, log.dir);
@@ -584,7 +605,7 @@ export class ReplicatedStore implements KVStore {
 
   async status(): Promise<StoreStatus> {
     let dbSizeBytes = 0;
-    for (const dir of ['raft', 'mvcc']) {
+    for (const dir of ['raft-wal', 'mvcc']) {
       const path = join(this.options.dataDir, dir);
       for (const name of await readdir(path).catch(() => [] as string[])) {
         dbSizeBytes += (await stat(join(path, name)).catch(() => ({ size: 0 }))).size;

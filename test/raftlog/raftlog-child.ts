@@ -1,10 +1,12 @@
-// A child process for the crash test: appends entries one save at a time and prints each index once durable.
+// A child process for the crash test: appends entries one save at a time and prints each index once durable
+// (argv: DIR [SEGMENT_BYTES]).
 import { RaftLogStore } from '../../src/raftlog/store.js';
 import { logIndex, nodeId, term } from '../../src/util/brand.js';
 
 const dir = process.argv[2];
 if (dir === undefined) throw new Error('usage: raftlog-child DIR');
-const { store, loaded } = await RaftLogStore.open(dir);
+const segmentBytes = Number(process.argv[3] ?? 0);
+const { store, loaded } = await RaftLogStore.open(dir, segmentBytes > 0 ? { segmentBytes } : {});
 let index = (loaded.entries.at(-1)?.index ?? 0) + 1;
 for (let n = 0; n < 100_000; n++, index++) {
   await store.save({

@@ -1,15 +1,14 @@
-// Proves the Raft log persists what a Ready hands it and reads back exactly that: appends, suffix truncation,
-// snapshots, compaction, identity, a newer format and corrupt records refused, and nothing acknowledged lost
-// when the process is SIGKILLed.
+// Proves the Raft log (the segment WAL) persists what a Ready hands it and reads back exactly that: appends,
+// suffix truncation, snapshots, compaction, identity, a newer format and corrupt records refused, and nothing
+// acknowledged lost when the process is SIGKILLed (with large and with tiny, constantly rotating segments).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ClassicLevel } from 'classic-level';
-import { RaftLogStore, type PersistedEntry } from '../../src/raftlog/store.js';
+import { encodeWalRecord, RaftLogStore, RecordType, type PersistedEntry } from '../../src/raftlog/store.js';
 import { logIndex, nodeId, term } from '../../src/util/brand.js';
 import { StorageError } from '../../src/storage/contract.js';
 
@@ -100,36 +99,33 @@ test('the identity is kept', async (t) => {
   assert.deepEqual(loaded.identity, { clusterId: 'c-1', nodeId: 7, name: 'node-7' });
 });
 
-test('a corrupt record and a newer format are refused with the directory named', async (t) => {
+test('a corrupt record and a newer format are refused with the file named', async (t) => {
   const dir = await tempDir(t);
   const { store } = await RaftLogStore.open(dir);
   await store.save({ entries: [entry(1, 1), entry(2, 1)] });
+  await store.save({ entries: [entry(3, 1)] });
   await store.close();
-
-  const db = new ClassicLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
-  const key = Buffer.alloc(9);
-  key[0] = 0x65;
-  key.writeBigUInt64BE(2n, 1);
-  const record = (await db.get(key)) as Buffer;
-  record[0] = (record[0] ?? 0) ^ 0xff; // flip a byte of the payload
-  await db.put(key, record);
-  await db.close();
+  const [segment] = (await readdir(dir)).filter((name) => name.endsWith('.wal'));
+  assert.ok(segment !== undefined);
+  const path = join(dir, segment);
+  const bytes = await readFile(path);
+  // The records: u32 length, u32 CRC, then that many bytes. Flip a payload byte of the second to last one.
+  const offsets: number[] = [];
+  for (let at = 0; bytes.readUInt32LE(at) !== 0; at += 8 + bytes.readUInt32LE(at)) offsets.push(at);
+  const victim = offsets.at(-2) ?? 0;
+  bytes[victim + 10] = (bytes[victim + 10] ?? 0) ^ 0xff;
+  await writeFile(path, bytes);
   await assert.rejects(RaftLogStore.open(dir), (error: unknown) => {
     assert.ok(error instanceof StorageError);
     assert.equal(error.code, 'Corrupt');
-    assert.ok(error.message.includes(dir), error.message);
+    assert.ok(error.message.includes(path), error.message);
+    assert.ok(error.message.includes(`offset ${victim}`), error.message);
     return true;
   });
 
   const dir2 = await tempDir(t);
-  const db2 = new ClassicLevel<Buffer, Buffer>(dir2, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
-  const { Packr } = await import('msgpackr');
-  const { crc32 } = await import('node:zlib');
-  const payload = new Packr({ useRecords: false }).pack({ format: 99 });
-  const formatRecord = Buffer.concat([payload, Buffer.alloc(4)]);
-  formatRecord.writeUInt32BE(crc32(payload), payload.length);
-  await db2.put(Buffer.from('f'), formatRecord);
-  await db2.close();
+  const header = encodeWalRecord(RecordType.header, { format: 99, seq: 0, firstIndex: 1 }, 0, true);
+  await writeFile(join(dir2, `${'0'.repeat(16)}-${'0'.repeat(15)}1.wal`), header.bytes);
   await assert.rejects(RaftLogStore.open(dir2), (error: unknown) => {
     assert.ok(error instanceof StorageError);
     assert.equal(error.code, 'UnsupportedFormat');
@@ -139,38 +135,40 @@ test('a corrupt record and a newer format are refused with the directory named',
   });
 });
 
-test('nothing acknowledged is lost when the writer is SIGKILLed', async (t) => {
-  const dir = await tempDir(t);
-  const child = spawn(
-    process.execPath,
-    [fileURLToPath(new URL('./raftlog-child.js', import.meta.url)), dir],
-    {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
-  t.after(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-  let acknowledged = 0;
-  let buffered = '';
-  await new Promise<void>((resolve, reject) => {
-    child.stdout.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString();
-      const lines = buffered.split('\n');
-      buffered = lines.pop() ?? '';
-      for (const line of lines) acknowledged = Number(line);
-      if (acknowledged >= 200 && child.signalCode === null) {
-        child.kill('SIGKILL');
-      }
-    });
-    child.on('exit', (code, signal) =>
-      signal === 'SIGKILL' ? resolve() : reject(new Error(`child exited ${code}`)),
+for (const segmentBytes of [0, 2048]) {
+  test(`nothing acknowledged is lost when the writer is SIGKILLed (segments: ${segmentBytes || 'default'})`, async (t) => {
+    const dir = await tempDir(t);
+    const child = spawn(
+      process.execPath,
+      [fileURLToPath(new URL('./raftlog-child.js', import.meta.url)), dir, String(segmentBytes)],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
     );
+    t.after(() => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    });
+    let acknowledged = 0;
+    let buffered = '';
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (chunk: Buffer) => {
+        buffered += chunk.toString();
+        const lines = buffered.split('\n');
+        buffered = lines.pop() ?? '';
+        for (const line of lines) acknowledged = Number(line);
+        if (acknowledged >= 200 && child.signalCode === null) {
+          child.kill('SIGKILL');
+        }
+      });
+      child.on('exit', (code, signal) =>
+        signal === 'SIGKILL' ? resolve() : reject(new Error(`child exited ${code}`)),
+      );
+    });
+    const { store, loaded } = await RaftLogStore.open(dir, segmentBytes > 0 ? { segmentBytes } : {});
+    t.after(() => store.close());
+    const last = loaded.entries.at(-1)?.index ?? 0;
+    assert.ok(last >= acknowledged, `acknowledged ${acknowledged} but only ${last} survived`);
+    loaded.entries.forEach((e, i) => assert.equal(Buffer.from(e.data).toString(), `entry-${i + 1}`));
+    assert.ok(loaded.hardState.commit >= acknowledged);
   });
-  const { store, loaded } = await RaftLogStore.open(dir);
-  t.after(() => store.close());
-  const last = loaded.entries.at(-1)?.index ?? 0;
-  assert.ok(last >= acknowledged, `acknowledged ${acknowledged} but only ${last} survived`);
-  loaded.entries.forEach((e, i) => assert.equal(Buffer.from(e.data).toString(), `entry-${i + 1}`));
-  assert.ok(loaded.hardState.commit >= acknowledged);
-});
+}

@@ -1,6 +1,6 @@
 // Proves the replicated engine keeps every acknowledged write through failures: writes from any node, a lost
-// leader, a follower caught up by snapshot, membership changes, no quorum (no false success), and a data dir
-// that contradicts the node's flags.
+// leader, a follower caught up by snapshot, membership changes, no quorum (no false success), a data dir
+// that contradicts the node's flags or is in use, and a data dir with the LevelDB Raft log of an earlier version.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { StorageError, type KVStore } from '../../src/storage/contract.js';
@@ -8,6 +8,10 @@ import type { ReplicatedStore } from '../../src/replica/engine.js';
 import { nodeIdFromName } from '../../src/replica/ids.js';
 import { revision as toRevision } from '../../src/util/brand.js';
 import { startReplicaCluster, testTuning, type ReplicaCluster } from '../support/replica.js';
+import { RaftLogStore } from '../../src/raftlog/store.js';
+import { LevelDbRaftLog } from '../../src/raftlog/leveldb-log.js';
+import { readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -283,9 +287,19 @@ test('without a quorum a write fails with Unavailable instead of succeeding, and
   });
 });
 
-test('a data dir refuses a node started with another name or cluster token', async () => {
+test('a data dir refuses a node started with another name or cluster token, or while in use', async () => {
   await withCluster(3, testTuning, async (cluster) => {
-    await cluster.leader();
+    const leader = await cluster.leader();
+    await put(leader, '/before/a', 'one');
+    await converged(cluster);
+    // A second open of a running member's data dir: its MVCC LevelDB lock guards the whole dir.
+    const { ReplicatedStore: InUse } = await import('../../src/replica/engine.js');
+    await assert.rejects(InUse.open(await cluster.optionsFor(1)), (error: unknown) => {
+      assert.ok(error instanceof StorageError);
+      assert.equal(error.code, 'Unavailable');
+      assert.match(error.message, /node-2 is in use by another process/);
+      return true;
+    });
     await cluster.stop(0);
     const options = await cluster.optionsFor(0);
     const { ReplicatedStore: Store } = await import('../../src/replica/engine.js');
@@ -301,5 +315,22 @@ test('a data dir refuses a node started with another name or cluster token', asy
       Store.open({ ...options, dataDir: `${options.dataDir}-fresh`, name: 'stranger' }),
       /--initial-cluster does not name this member \(--name=stranger\)/,
     );
+    // The Raft log of an earlier version (LevelDB, `raft/`) is migrated when the member starts.
+    const { dataDir } = await cluster.optionsFor(0);
+    const wal = await RaftLogStore.open(join(dataDir, 'raft-wal'));
+    await wal.store.close();
+    const legacy = await LevelDbRaftLog.open(join(dataDir, 'raft'));
+    if (wal.loaded.identity !== undefined) await legacy.store.saveIdentity(wal.loaded.identity);
+    if (wal.loaded.snapshot !== undefined) await legacy.store.save({ snapshot: wal.loaded.snapshot });
+    await legacy.store.save({ entries: wal.loaded.entries, hardState: wal.loaded.hardState });
+    await legacy.store.close();
+    await rm(join(dataDir, 'raft-wal'), { recursive: true });
+    const restarted = await cluster.start(0);
+    assert.deepEqual(await readdir(dataDir).then((names) => names.filter((n) => n.startsWith('raft'))), [
+      'raft-wal',
+    ]);
+    await put(await cluster.leader(), '/before/b', 'two');
+    await converged(cluster);
+    assert.deepEqual(await localContent(restarted, '/before/'), { '/before/a': 'one', '/before/b': 'two' });
   });
 });
