@@ -8,7 +8,7 @@
 // pays one boolean test per stage. bench/latency.ts starts a cluster with it on and prints the stage table.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PerformanceObserver } from 'node:perf_hooks';
+import { PerformanceObserver, constants } from 'node:perf_hooks';
 
 const traceDir = process.env['STOA_LATENCY_TRACE'];
 
@@ -49,7 +49,12 @@ const stallMs = 10;
  * duration in µs, at its start) and every event-loop stall of `stallMs` or more (a timer that fires late).
  */
 function traceProcessPauses(): void {
-  const kinds: Record<number, string> = { 1: 'gc.major', 2: 'gc.minor', 4: 'gc.incremental', 8: 'gc.weakcb' };
+  const kinds: Record<number, string> = {
+    [constants.NODE_PERFORMANCE_GC_MINOR]: 'gc.minor',
+    [constants.NODE_PERFORMANCE_GC_MAJOR]: 'gc.major',
+    [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'gc.incremental',
+    [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'gc.weakcb',
+  };
   new PerformanceObserver((list) => {
     for (const entry of list.getEntries()) {
       const kind = (entry as { detail?: { kind?: number } | null }).detail?.kind ?? 0;
