@@ -91,7 +91,12 @@ function serve(socket: Socket): void {
             if (response.type === 'canceled') {
               watches.delete(id);
               reply([id, 2, { type: 'canceled', error: toWireError(response.error) }]);
-            } else reply([id, 2, response]);
+            } else {
+              if (latencyTraceOn && response.type === 'events') {
+                traceStage('kv.watch', response.events.at(-1)?.kv.modRevision ?? 0);
+              }
+              reply([id, 2, response]);
+            }
           });
           watches.set(id, watch);
           answer(id, watch.ready);

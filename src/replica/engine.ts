@@ -120,6 +120,11 @@ export interface ReplicaOptions {
   readonly watchProgressIntervalMs?: number;
   /** Called when the node cannot go on (its disk failed); the default rethrows, ending the process. */
   readonly onFatal?: (error: unknown) => void;
+  /**
+   * For tests: awaited by a snapshot in progress at each of its steps ('start': nothing written yet; 'synced':
+   * the MVCC state is durable up to `index`, the Raft log not yet compacted). Writes go on meanwhile.
+   */
+  readonly snapshotHook?: (step: 'start' | 'synced', index: number) => Promise<void>;
 }
 
 export interface MemberStatus {
@@ -179,6 +184,8 @@ interface ReadRound {
 /** Keys of the replica's own records in the MVCC LevelDB (the MVCC uses keys starting with 'm'): `appliedKey`
  * (snapshot-stream.ts) and the member table. */
 const memberPrefix = Buffer.from('rM');
+/** The index of the latest snapshot this member took: written with sync to make the MVCC state durable. */
+const snapshotSyncKey = Buffer.from('rS');
 const memberKey = (id: NodeId): Buffer => {
   const key = Buffer.alloc(memberPrefix.length + 4);
   memberPrefix.copy(key);
@@ -239,6 +246,8 @@ export class ReplicatedStore implements KVStore {
   private stagedReady = false;
   /** The latest MsgSnap that arrived before its state did: stepped once the state is installed. */
   private pendingSnap: Extract<Message, { type: 'MsgSnap' }> | undefined;
+  /** The snapshot being taken beside the Ready loop (at most one at a time; see maybeSnapshot). */
+  private snapshotting: Promise<void> | undefined;
   /** Set while a streamed state replaces the MVCC state: reads wait for it. */
   private restoring: Promise<void> | undefined;
   /** The MVCC write of applied entries whose results were already told: reads wait for it. */
@@ -632,6 +641,7 @@ export class ReplicatedStore implements KVStore {
       waiter.reject(closedError);
     }
     await this.running;
+    await this.snapshotting;
     await this.snapshotSender.close();
     await this.snapshotReceiver.close();
     await this.transport.close();
@@ -987,6 +997,8 @@ export class ReplicatedStore implements KVStore {
     while (!this.closed && this.failed === undefined) {
       if (this.stagedReady) {
         this.stagedReady = false;
+        // Replacing the state under a snapshot in progress would reorder the Raft log's snapshot records.
+        await this.snapshotting;
         await this.installStagedState();
       } else if (this.raft.hasReady()) {
         const ready = this.raft.ready();
@@ -1031,6 +1043,9 @@ export class ReplicatedStore implements KVStore {
     // an entry the leader has not made durable in anyone's eyes: followers acknowledge these entries only after
     // receiving them, so any message carrying a commit index that covers them comes from a later Ready, handed
     // out after this write. A Ready that changes term or vote, or holds a snapshot, still persists first.
+    // A snapshot from the leader replaces the log: an own snapshot in progress lands first (the log's records
+    // stay in order, and its compaction never runs after the log was replaced).
+    if (ready.snapshot !== undefined) await this.snapshotting;
     const stored = this.storage.initialState().hardState;
     const sendFirst =
       this.role === 'leader' &&
@@ -1073,7 +1088,7 @@ export class ReplicatedStore implements KVStore {
       if (ready.committedEntries.length > 0) await this.applyEntries(ready.committedEntries);
     }
     for (const readState of ready.readStates) this.onReadState(readState);
-    await this.maybeSnapshot();
+    this.maybeSnapshot();
   }
 
   /** Sends the core's messages; a snapshot for a follower starts streaming it this node's state. */
@@ -1159,7 +1174,10 @@ export class ReplicatedStore implements KVStore {
     // proposers are answered and the changes published now, while the local write runs, as etcd answers once
     // an apply reached its backend's buffer: reads and watch catch-up wait for this write (`settledReads`), so
     // a reader told of a write sees it. The Ready loop still waits for it before the next Ready.
-    if (latencyTraceOn) traceStage('apply.computed', last.index);
+    if (latencyTraceOn) {
+      traceStage('apply.computed', last.index);
+      traceStage('apply.revision', batch.revision);
+    }
     this.hub.publish(changes, toRevision(batch.revision));
     for (const { id, outcome } of outcomes) {
       const waiter = this.waiters.get(id);
@@ -1306,7 +1324,13 @@ export class ReplicatedStore implements KVStore {
     }
   }
 
-  private async maybeSnapshot(): Promise<void> {
+  /**
+   * Starts a snapshot every `snapshotCount` applied entries, beside the Ready loop (etcd triggers its snapshot
+   * and log compaction asynchronously from its apply loop too): the Ready loop goes on persisting, sending and
+   * applying while the snapshot makes the MVCC state durable and compacts the Raft log. One at a time.
+   */
+  private maybeSnapshot(): void {
+    if (this.snapshotting !== undefined) return;
     if (this.applied - this.snapshotIndex < this.snapshotCount) return;
     // Only where the core and the MVCC agree (after an installed state, the core catches up first): the
     // snapshot's membership must be the one at its index.
@@ -1314,13 +1338,35 @@ export class ReplicatedStore implements KVStore {
     // The snapshot carries no data: the MVCC LevelDB is the state, streamed to a follower when one needs it.
     const snapshot = this.storage.createSnapshot(this.applied, this.raft.confState(), new Uint8Array(0));
     if (typeof snapshot === 'string') return; // out of date: a newer snapshot arrived meanwhile
+    // Resolves when done (a failure fails the node, as one of the Ready loop does).
+    this.snapshotting = this.takeSnapshot(snapshot).then(
+      () => {
+        this.snapshotting = undefined;
+      },
+      (error: unknown) => {
+        this.snapshotting = undefined;
+        this.fail(error);
+      },
+    );
+  }
+
+  private async takeSnapshot(snapshot: Snapshot): Promise<void> {
+    const { index } = snapshot.metadata;
+    if (latencyTraceOn) traceStage('snapshot.start', index);
+    await this.options.snapshotHook?.('start', index);
     // The MVCC state the snapshot describes must outlive a crash before the log entries it replaces are gone.
-    await this.db.put(appliedKey, u64(this.applied), { sync: true });
-    const compactTo = logIndex(Math.max(this.snapshotIndex, this.applied - this.snapshotCatchUpEntries));
+    // Every apply up to `index` has been written (this.applied reached it only after its write); one synced
+    // write after them makes them durable, as LevelDB syncs its log in write order. Not the applied index's
+    // own key: applies of later entries write it meanwhile, and it must never go back.
+    await this.db.put(snapshotSyncKey, u64(index), { sync: true });
+    if (latencyTraceOn) traceStage('snapshot.synced', index);
+    await this.options.snapshotHook?.('synced', index);
+    const compactTo = logIndex(Math.max(this.snapshotIndex, index - this.snapshotCatchUpEntries));
     await this.log.saveOwnSnapshot(snapshot, compactTo);
     if (compactTo > this.storage.firstIndex() - 1) this.storage.compact(compactTo);
-    this.snapshotIndex = this.applied;
-    this.logger.info({ index: this.applied, compactedTo: compactTo }, 'took a snapshot');
+    this.snapshotIndex = index;
+    if (latencyTraceOn) traceStage('snapshot.saved', index);
+    this.logger.info({ index, compactedTo: compactTo }, 'took a snapshot');
   }
 
   /**

@@ -20,6 +20,7 @@ export type ReplicaTuning = Partial<
     | 'retentionMs'
     | 'requestTimeoutMs'
     | 'watchProgressIntervalMs'
+    | 'snapshotHook'
   >
 >;
 
