@@ -42,7 +42,7 @@ import {
   type WatchOptions,
   type WatchResponse,
 } from '../storage/contract.js';
-import { Mvcc, type Db, type RevisionChanges } from '../storage/mvcc/mvcc.js';
+import { Mvcc, writeBatch, type Db, type RevisionChanges } from '../storage/mvcc/mvcc.js';
 import { WatchHub } from '../storage/watch/hub.js';
 import { checkSpan, checkTxn } from '../storage/validate.js';
 import {
@@ -969,7 +969,7 @@ export class ReplicatedStore implements KVStore {
       } else if (this.mvcc.compactionPending) {
         const batch = this.mvcc.begin();
         await this.mvcc.compactStep(batch, 1000);
-        await this.db.batch(batch.finish(), { sync: false });
+        await writeBatch(this.db, batch.finish(), { sync: false });
         this.mvcc.committed(batch);
       } else {
         return;
@@ -1127,7 +1127,7 @@ export class ReplicatedStore implements KVStore {
     }
     batch.ops.push({ type: 'put', key: appliedKey, value: u64(last.index) });
     // Not synced: the Raft log is, and a crash replays from the applied index written in this same batch.
-    const write = this.db.batch(batch.finish(), { sync: false }).then(() => this.mvcc.committed(batch));
+    const write = writeBatch(this.db, batch.finish(), { sync: false }).then(() => this.mvcc.committed(batch));
     this.applyWrite = write;
     // These entries are committed (durable in a majority's Raft logs) and their results are computed, so the
     // proposers are answered and the changes published now, while the local write runs, as etcd answers once
