@@ -34,30 +34,42 @@ export const frameBytesMax = 64 * 1024 * 1024;
 const packr = new Packr({ useRecords: false, moreTypes: false });
 
 export function encodeFrame(message: unknown): Buffer {
-  const payload = packr.pack(message);
-  const frame = Buffer.allocUnsafe(frameHeaderBytes + payload.length);
-  frame.writeUInt32BE(payload.length, 0);
-  payload.copy(frame, frameHeaderBytes);
-  return frame;
+  return framePayloads([packr.pack(message)]);
+}
+
+/** Frames (header + payload) of the payloads, in one buffer: one copy of each payload. */
+function framePayloads(payloads: readonly Uint8Array[]): Buffer {
+  let total = 0;
+  for (const p of payloads) total += frameHeaderBytes + p.length;
+  const out = Buffer.allocUnsafe(total);
+  let at = 0;
+  for (const p of payloads) {
+    at = out.writeUInt32BE(p.length, at);
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
 }
 
 export const decodePayload = (payload: Buffer): unknown => packr.unpack(payload);
 
-/** Sends frames on a socket, corking the writes of one tick into one. */
+/**
+ * Sends frames on a socket: the messages of one tick are encoded as they come and written together, as one
+ * buffer in one `write` (as gRPC writes the frames of one flush together), at the end of the tick.
+ */
 export class CorkedWriter {
-  private corked = false;
+  private pending: Uint8Array[] = [];
   constructor(private readonly socket: Socket) {}
   send(message: unknown): void {
     if (this.socket.destroyed) return;
-    if (!this.corked) {
-      this.corked = true;
-      this.socket.cork();
-      process.nextTick(() => {
-        this.corked = false;
-        this.socket.uncork();
-      });
-    }
-    this.socket.write(encodeFrame(message));
+    if (this.pending.length === 0) process.nextTick(() => this.flush());
+    // msgpackr never reuses the bytes of a returned encoding, so they can wait for the flush.
+    this.pending.push(packr.pack(message));
+  }
+  private flush(): void {
+    const payloads = this.pending;
+    this.pending = [];
+    if (!this.socket.destroyed && payloads.length > 0) this.socket.write(framePayloads(payloads));
   }
 }
 

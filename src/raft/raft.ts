@@ -253,6 +253,22 @@ export class Raft {
     });
   }
 
+  /**
+   * Proposes several entries as ONE MsgProp: a leader appends them together and sends each follower one MsgApp
+   * for all of them (a MsgProp per entry would make a MsgApp per entry per follower); a follower forwards them
+   * to the leader as one message. All or none are accepted.
+   */
+  proposeBatch(data: readonly Uint8Array[]): RaftError | null {
+    assert(data.length > 0, 'empty proposal batch');
+    return this.stepLocal({
+      type: 'MsgProp',
+      from: this.id,
+      to: this.id,
+      term: term(0),
+      entries: data.map((d) => ({ type: 'normal', data: d })),
+    });
+  }
+
   /** Proposes a membership change (one at a time; see docs/raft.md). Apply it with applyConfChange(). */
   proposeConfChange(change: ConfChange): RaftError | null {
     const data = encodeConfChange(change);

@@ -42,7 +42,7 @@ import {
   type WatchOptions,
   type WatchResponse,
 } from '../storage/contract.js';
-import { Mvcc, type Db, type RevisionChanges } from '../storage/mvcc/mvcc.js';
+import { Mvcc, writeBatch, type Db, type RevisionChanges } from '../storage/mvcc/mvcc.js';
 import { WatchHub } from '../storage/watch/hub.js';
 import { checkSpan, checkTxn } from '../storage/validate.js';
 import {
@@ -172,6 +172,9 @@ interface Waiter<T> {
 
 type Outcome = { readonly result?: TxnResult; readonly error?: Error };
 
+/** Data bytes of proposals handed to the core as one MsgProp (a follower forwards it in one peer frame). */
+const proposalBatchBytesMax = 1024 * 1024;
+
 const asError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)));
 
 interface ReadRound {
@@ -230,6 +233,8 @@ export class ReplicatedStore implements KVStore {
   private leaderDownHints = 0;
   /** Proposals the core refused for want of a leader: retried on every tick until they time out. */
   private unsent: { id: string; data: Uint8Array }[] = [];
+  /** Proposals made since the Ready loop last ran: handed to the core together, as one MsgProp per batch. */
+  private proposing: { id: string; data: Uint8Array }[] = [];
   private proposalSeq = 0;
   private readonly confWaiters: { change: ConfChange; waiter: Waiter<void> }[] = [];
 
@@ -239,6 +244,8 @@ export class ReplicatedStore implements KVStore {
 
   private running: Promise<void> | undefined;
   private rerun = false;
+  /** A Ready loop run is queued (as a microtask) but has not started yet. */
+  private drainQueued = false;
 
   private readonly snapshotSender: SnapshotSender;
   private readonly snapshotReceiver: SnapshotReceiver;
@@ -826,16 +833,45 @@ export class ReplicatedStore implements KVStore {
     });
   }
 
+  /**
+   * Queues a proposal for the core. The Ready loop hands every proposal queued since it last looked to the core
+   * at once (`flushProposals`), and it starts at the end of the current callback at the earliest (`schedule`),
+   * so the writes that arrive together (one socket read of many requests, a peer's batch of forwarded ones)
+   * become one MsgProp: one append, one MsgApp per follower and one acknowledgement each, instead of one per
+   * write. They would wait for the next Ready either way.
+   */
   private submit(id: string, data: Uint8Array): void {
     if (latencyTraceOn) traceStage('propose', 0);
-    const error = this.raft.propose(data);
-    if (error === null) {
-      this.proposedTerms.set(id, this.raft.term);
-      this.schedule();
-      return;
+    this.proposing.push({ id, data });
+    this.schedule();
+  }
+
+  private flushProposals(): void {
+    if (this.proposing.length === 0) return;
+    const queued = this.proposing;
+    this.proposing = [];
+    let batch: { id: string; data: Uint8Array }[] = [];
+    let bytes = 0;
+    const propose = (): void => {
+      if (batch.length === 0) return;
+      const error = this.raft.proposeBatch(batch.map((p) => p.data));
+      if (error === null) {
+        const term = this.raft.term;
+        for (const { id } of batch) this.proposedTerms.set(id, term);
+      } else {
+        // Not handed to any leader: safe to try again on the next tick, until the request times out.
+        this.unsent.push(...batch);
+      }
+      batch = [];
+      bytes = 0;
+    };
+    for (const proposal of queued) {
+      if (!this.waiters.has(proposal.id)) continue; // timed out or closed meanwhile
+      if (batch.length > 0 && bytes + proposal.data.length > proposalBatchBytesMax) propose();
+      batch.push(proposal);
+      bytes += proposal.data.length;
     }
-    // Not handed to any leader: safe to try again on the next tick, until the request times out.
-    this.unsent.push({ id, data });
+    propose();
   }
 
   /**
@@ -982,6 +1018,18 @@ export class ReplicatedStore implements KVStore {
       this.rerun = true;
       return;
     }
+    // Not at once: at the end of the current callback, so that whatever else it steps or proposes (the other
+    // requests and messages of the same socket read) is in the same Ready. A microtask: no event-loop turn later.
+    if (this.drainQueued) return;
+    this.drainQueued = true;
+    queueMicrotask(() => {
+      this.drainQueued = false;
+      this.startDrain();
+    });
+  }
+
+  private startDrain(): void {
+    if (this.closed || this.failed !== undefined || this.running !== undefined) return;
     this.running = this.drain()
       .catch((error: unknown) => this.fail(error))
       .finally(() => {
@@ -995,6 +1043,7 @@ export class ReplicatedStore implements KVStore {
 
   private async drain(): Promise<void> {
     while (!this.closed && this.failed === undefined) {
+      this.flushProposals();
       if (this.stagedReady) {
         this.stagedReady = false;
         // Replacing the state under a snapshot in progress would reorder the Raft log's snapshot records.
@@ -1007,7 +1056,7 @@ export class ReplicatedStore implements KVStore {
       } else if (this.mvcc.compactionPending) {
         const batch = this.mvcc.begin();
         await this.mvcc.compactStep(batch, 1000);
-        await this.db.batch(batch.finish(), { sync: false });
+        await writeBatch(this.db, batch.finish(), { sync: false });
         this.mvcc.committed(batch);
       } else {
         return;
@@ -1168,7 +1217,7 @@ export class ReplicatedStore implements KVStore {
     }
     batch.ops.push({ type: 'put', key: appliedKey, value: u64(last.index) });
     // Not synced: the Raft log is, and a crash replays from the applied index written in this same batch.
-    const write = this.db.batch(batch.finish(), { sync: false }).then(() => this.mvcc.committed(batch));
+    const write = writeBatch(this.db, batch.finish(), { sync: false }).then(() => this.mvcc.committed(batch));
     this.applyWrite = write;
     // These entries are committed (durable in a majority's Raft logs) and their results are computed, so the
     // proposers are answered and the changes published now, while the local write runs, as etcd answers once

@@ -121,6 +121,11 @@ export class InteractionEnv {
       const err = this.raft(cmd.args[0]).propose(encoder.encode(cmd.args[1] ?? ''));
       if (err !== null) this.print(`error: ${err}`);
     },
+    /** propose-batch ID DATA... : the entries as one MsgProp */
+    'propose-batch': (cmd) => {
+      const err = this.raft(cmd.args[0]).proposeBatch(cmd.args.slice(1).map((d) => encoder.encode(d)));
+      if (err !== null) this.print(`error: ${err}`);
+    },
     /** propose-conf-change ID addVoter|addLearner|removeNode NODE */
     'propose-conf-change': (cmd) => {
       const type = cmd.args[1];

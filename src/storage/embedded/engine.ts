@@ -25,7 +25,7 @@ import {
   type WatchOptions,
   type WatchResponse,
 } from '../contract.js';
-import { Mvcc, type Db, type MvccBatch, type RevisionChanges } from '../mvcc/mvcc.js';
+import { Mvcc, writeBatch, type Db, type MvccBatch, type RevisionChanges } from '../mvcc/mvcc.js';
 import { WatchHub } from '../watch/hub.js';
 import { checkSpan, checkTxn } from '../validate.js';
 
@@ -284,7 +284,7 @@ export class EmbeddedStore implements KVStore {
       answer(applied); // nothing to write: read-only txns and txns whose compares failed without writes
       return;
     }
-    const done = this.db.batch(batch.finish(), { sync: true }).then(
+    const done = writeBatch(this.db, batch.finish(), { sync: true }).then(
       () => {
         this.mvcc.committed(batch);
         this.writeStats.batches++;
@@ -312,7 +312,7 @@ export class EmbeddedStore implements KVStore {
       await this.mvcc.compactStep(batch, compactStepRevisionsMax);
       // Not synced: a step lost in a crash is redone from the meta record on reopen.
       try {
-        await this.db.batch(batch.finish(), { sync: false });
+        await writeBatch(this.db, batch.finish(), { sync: false });
       } catch (error) {
         this.mvcc.abandoned(batch);
         throw error;
