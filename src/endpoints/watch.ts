@@ -93,12 +93,12 @@ export async function serveWatch(
 ): Promise<void> {
   const start = startOf(request);
   const cache = registry.cache;
-  let atLeast = start.kind === 'from' ? start.revision : start.atLeast;
-  if (start.kind === 'state' && start.consistent) atLeast = await registry.currentRevision();
-  if (atLeast > cache.revision) await registry.waitForCache(atLeast);
   // A corrupt object in the resource: kube-apiserver's cacher cannot list it and stays re-initializing, so
   // watches are refused with 429 until the object is repaired or unsafely deleted (spec 3.2).
   if (cache.hasCorrupt(registry.prefix)) throw errors.storageReinitializing();
+  let atLeast = start.kind === 'from' ? start.revision : start.atLeast;
+  if (start.kind === 'state' && start.consistent) atLeast = await registry.currentRevision();
+  if (atLeast > cache.revision) await registry.waitForCache(atLeast);
 
   const prefix =
     registry.decl.namespaced && request.namespace !== ''
