@@ -20,8 +20,11 @@ export type StatusReason =
   | 'Invalid'
   | 'TooManyRequests'
   | 'InternalError'
+  | 'StorageReadError'
   | 'ServiceUnavailable'
-  | 'Timeout';
+  | 'Timeout'
+  /** kube-apiserver's StatusReasonUnknown (""): an error that was never turned into a Status (sent without a reason). */
+  | 'Unknown';
 
 /** The one place where a reason becomes an HTTP code. */
 export const statusCodeOfReason = {
@@ -40,8 +43,10 @@ export const statusCodeOfReason = {
   Invalid: 422,
   TooManyRequests: 429,
   InternalError: 500,
+  StorageReadError: 500,
   ServiceUnavailable: 503,
   Timeout: 504,
+  Unknown: 500,
 } as const satisfies Record<StatusReason, number>;
 
 export interface StatusCause {
@@ -101,7 +106,7 @@ export function statusOf(error: ApiError): Status {
     metadata: {},
     status: 'Failure',
     message: error.message,
-    reason: error.reason,
+    ...(error.reason === 'Unknown' ? {} : { reason: error.reason }),
     ...(error.details === undefined ? {} : { details: error.details }),
     code: error.code,
   };
@@ -281,6 +286,57 @@ export const errors = {
       causes: [{ message }],
     }),
   unavailable: (message: string) => new ApiError('ServiceUnavailable', message, { retryAfterSeconds: 1 }),
+  /** A watch of a resource whose cache cannot hold its current state (kube's cacher while it re-initializes). */
+  storageReinitializing: () =>
+    new ApiError('TooManyRequests', 'storage is (re)initializing', { retryAfterSeconds: 1 }),
+  /**
+   * A stored object that cannot be decoded, read with AllowUnsafeMalformedObjectDeletion on: the storage layer's
+   * corrupt-object error (code 7) inside an internal error, as kube-apiserver 1.32 words it.
+   */
+  corruptObject: (key: string, modRevision: number, detail: string) =>
+    errors.internal(
+      `StorageError: corrupt object, Code: 7, Key: ${key}, ResourceVersion: 0, AdditionalErrorMsg: ${corruptObjectDetail(modRevision, detail)}`,
+    ),
+  /** An unsafe delete of an object that reads fine (or does not exist): kube's Invalid, kind = the resource. */
+  unsafeDeleteOfReadable: (gr: GroupResource, name: string) =>
+    errors.invalid(gr.group, gr.resource, name, [
+      {
+        type: 'FieldValueInvalid',
+        field: 'ignoreStoreReadErrorWithClusterBreakingPotential',
+        value: true,
+        detail: 'is exclusively used to delete corrupt object(s), try again by removing this option',
+      },
+    ]),
+  /** The same with the gate off: the decoder's own error, never made a Status (500 without a reason). */
+  undecodableObject500: (detail: string) => new ApiError('Unknown', detail),
+  /**
+   * A list that met undecodable objects (gate on): one cause per object (its key), at most `corruptCausesMax`,
+   * then a `FieldValueTooMany` cause; kube-apiserver's StorageReadError.
+   */
+  storeReadError: (
+    gr: GroupResource,
+    corrupt: readonly { key: string; modRevision: number; detail: string }[],
+    truncated: boolean,
+  ) =>
+    new ApiError(
+      'StorageReadError',
+      `failed to read one or more ${groupResourceString(gr)} from the storage`,
+      {
+        name: 'list',
+        group: gr.group,
+        kind: gr.resource,
+        causes: [
+          ...corrupt.map((c) => ({
+            reason: 'UnexpectedServerResponse',
+            field: c.key,
+            message: `StorageError: corrupt object, Code: 7, Key: ${c.key}, ResourceVersion: 0, AdditionalErrorMsg: ${corruptObjectDetail(c.modRevision, c.detail)}`,
+          })),
+          ...(truncated
+            ? [{ reason: 'FieldValueTooMany', message: 'too many errors, the list is truncated' }]
+            : []),
+        ],
+      },
+    ),
   timeout: (message: string) => new ApiError('Timeout', message, {}),
   /** 503 without Retry-After (kube's NewServiceUnavailable): a proxy target that cannot be resolved or reached. */
   serviceUnavailable: (message: string) => new ApiError('ServiceUnavailable', message),
@@ -303,6 +359,13 @@ export const errors = {
     );
   },
 };
+
+/** How many undecodable objects a list names before it stops (kube-apiserver 1.32: 100). */
+export const corruptCausesMax = 100;
+
+function corruptObjectDetail(modRevision: number, detail: string): string {
+  return `object not decodable revision=${modRevision}: ${detail}`;
+}
 
 // Field errors (k8s.io/apimachinery/pkg/util/validation/field): the causes of an Invalid error.
 

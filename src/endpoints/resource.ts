@@ -15,7 +15,7 @@ import {
 import { compileValidator, type ObjectValidator, type Schema } from '../apimachinery/schema.js';
 import { apiVersionOf, type CreateSubresource } from '../apimachinery/kind.js';
 import { parseFieldSelector, parseLabelSelector, type Requirement } from '../apimachinery/selectors.js';
-import { errors, successStatus, type ApiError } from '../apimachinery/status.js';
+import { errors, successStatus, type ApiError, type FieldError } from '../apimachinery/status.js';
 import { toTable } from '../apimachinery/table.js';
 import {
   ResourceRegistry,
@@ -529,7 +529,14 @@ export async function serveResource(
       return;
     }
     case 'delete': {
-      const options = await deleteOptionsOf(ctx, deps.groupDomain);
+      const options = await deleteOptionsOf(ctx, deps.groupDomain, registry.unsafeDeletionAllowed);
+      if (options.ignoreStoreReadError) {
+        await authorizeUnsafeDelete(ctx, registry, deps.authorizer);
+        await registry.unsafeDelete(namespace, info.name);
+        // The object cannot be read, so there is none to return: a Status, as kube-apiserver answers.
+        respond(ctx, 200, successStatus({ name: info.name, kind: registry.decl.kind }));
+        return;
+      }
       const result = await registry.delete(namespace, info.name, options);
       // As kube-apiserver: 202 only when the object is not gone yet and the client asked for cascading with
       // orphanDependents=false; otherwise 200 (also while finalizers or a grace period hold the object).
@@ -537,7 +544,17 @@ export async function serveResource(
       return;
     }
     case 'deletecollection': {
-      const options = await deleteOptionsOf(ctx, deps.groupDomain);
+      const options = await deleteOptionsOf(ctx, deps.groupDomain, registry.unsafeDeletionAllowed);
+      if (options.ignoreStoreReadError) {
+        throw errors.invalid(`meta.${deps.groupDomain}`, 'DeleteOptions', '', [
+          {
+            type: 'FieldValueInvalid',
+            field: ignoreStoreReadErrorField,
+            value: true,
+            detail: 'is not allowed with DELETECOLLECTION, try again after removing the option',
+          },
+        ]);
+      }
       await registry.deleteCollection(listRequestOf(ctx, registry, info), options);
       respond(ctx, 200, successStatus());
       return;
@@ -547,12 +564,29 @@ export async function serveResource(
   }
 }
 
-/** DeleteOptions from the request body (JSON, YAML or protobuf; may be empty), or `given` (an Eviction's). */
+const ignoreStoreReadErrorField = 'ignoreStoreReadErrorWithClusterBreakingPotential';
+const unsafeDeleteVerb = 'unsafe-delete-ignore-read-errors';
+
+/** A boolean query parameter as Go's strconv.ParseBool reads it (kube-apiserver's parameter codec). */
+function queryBool(q: URLSearchParams, name: string): boolean | undefined {
+  const text = q.get(name);
+  if (text === null) return undefined;
+  if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(text)) return true;
+  if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(text)) return false;
+  throw errors.badRequest(`strconv.ParseBool: parsing "${text}": invalid syntax`);
+}
+
+/**
+ * DeleteOptions from the request body (JSON, YAML, protobuf or CBOR; may be empty) and the query, or `given`
+ * (an Eviction's). `unsafeDeletionAllowed` is gate AllowUnsafeMalformedObjectDeletion: off, the option
+ * ignoreStoreReadErrorWithClusterBreakingPotential is dropped unread, as kube-apiserver 1.32 drops it.
+ */
 async function deleteOptionsOf(
   ctx: RequestContext,
   groupDomain: string,
+  unsafeDeletionAllowed: boolean,
   given?: unknown,
-): Promise<DeleteOptions & { orphanDependentsFalse: boolean }> {
+): Promise<DeleteOptions & { orphanDependentsFalse: boolean; ignoreStoreReadError: boolean }> {
   const q = ctx.query;
   let value = given;
   if (given === undefined) {
@@ -561,11 +595,12 @@ async function deleteOptionsOf(
     value = read.empty ? {} : read.decoded.value;
   }
   const body = (value ?? {}) as {
-    preconditions?: { uid?: string; resourceVersion?: string };
-    propagationPolicy?: string;
-    orphanDependents?: boolean;
-    gracePeriodSeconds?: number;
-    dryRun?: string[];
+    preconditions?: { uid?: string; resourceVersion?: string } | null;
+    propagationPolicy?: string | null;
+    orphanDependents?: boolean | null;
+    gracePeriodSeconds?: number | null;
+    dryRun?: string[] | null;
+    ignoreStoreReadErrorWithClusterBreakingPotential?: boolean | null;
   };
   const policy =
     q.get('propagationPolicy') ??
@@ -578,15 +613,85 @@ async function deleteOptionsOf(
   }
   const grace =
     q.get('gracePeriodSeconds') ??
-    (body.gracePeriodSeconds === undefined ? undefined : String(body.gracePeriodSeconds));
-  const dryRun = dryRunOf(q) || (body.dryRun ?? []).includes('All');
+    (body.gracePeriodSeconds === undefined || body.gracePeriodSeconds === null
+      ? undefined
+      : String(body.gracePeriodSeconds));
+  const dryRunValues = [...q.getAll('dryRun'), ...(body.dryRun ?? [])];
+  const dryRun = dryRunOf(q) || dryRunValues.includes('All');
+  const ignoreStoreReadError =
+    unsafeDeletionAllowed &&
+    (queryBool(q, ignoreStoreReadErrorField) ??
+      body.ignoreStoreReadErrorWithClusterBreakingPotential ??
+      false);
+  if (ignoreStoreReadError) {
+    // kube's ValidateDeleteOptions: the option stands alone (422 naming every companion that is set).
+    const companions: [string, boolean][] = [
+      ['dryRun', dryRunValues.length > 0],
+      ['propagationPolicy', q.has('propagationPolicy') || isSet(body.propagationPolicy)],
+      ['orphanDependents', q.has('orphanDependents') || isSet(body.orphanDependents)],
+      ['gracePeriodSeconds', grace !== undefined],
+      ['preconditions', isSet(body.preconditions)],
+    ];
+    const causes = companions
+      .filter(([, set]) => set)
+      .map(([name]): FieldError => ({
+        type: 'FieldValueInvalid',
+        field: ignoreStoreReadErrorField,
+        value: true,
+        detail: `cannot be set together with .${name}`,
+      }));
+    if (causes.length > 0) throw errors.invalid(`meta.${groupDomain}`, 'DeleteOptions', '', causes);
+  }
   return {
     dryRun,
+    ignoreStoreReadError,
     orphanDependentsFalse: body.orphanDependents === false || q.get('orphanDependents') === 'false',
-    ...(body.preconditions === undefined ? {} : { preconditions: body.preconditions }),
+    ...(isSet(body.preconditions) ? { preconditions: body.preconditions } : {}),
     ...(policy === undefined ? {} : { propagationPolicy: policy }),
-    ...(grace === undefined || grace === null ? {} : { gracePeriodSeconds: Number(grace) }),
+    ...(grace === undefined ? {} : { gracePeriodSeconds: Number(grace) }),
   };
+}
+
+function isSet<T>(value: T | null | undefined): value is T {
+  return value !== undefined && value !== null;
+}
+
+/**
+ * An unsafe delete needs, besides `delete`, the verb `unsafe-delete-ignore-read-errors` on the resource
+ * (kube-apiserver asks the authorizer from the delete handler; its 403 comes from admission's wording).
+ */
+async function authorizeUnsafeDelete(
+  ctx: RequestContext,
+  registry: ResourceRegistry,
+  authorizer: Authorizer | undefined,
+): Promise<void> {
+  const name = ctx.info.isResourceRequest ? ctx.info.name : '';
+  if (!ctx.info.isResourceRequest || ctx.info.subresource !== '') {
+    throw errors.forbiddenWrite(
+      registry.gr,
+      name,
+      `${ignoreStoreReadErrorField} delete option is not allowed on a subresource or non-resource request`,
+    );
+  }
+  if (authorizer === undefined)
+    throw errors.internal('no authorizer provided, unable to authorize unsafe delete');
+  const user = ctx.user ?? anonymousUser;
+  const attributes = { ...requestAttributes(ctx, user), verb: unsafeDeleteVerb };
+  const { decision, reason, error } = await authorizer.authorize(attributes);
+  if (error !== undefined) {
+    throw errors.forbiddenWrite(
+      registry.gr,
+      name,
+      `error while checking permission for "${unsafeDeleteVerb}", ${error}`,
+    );
+  }
+  if (decision !== 'allow') {
+    throw errors.forbiddenWrite(
+      registry.gr,
+      name,
+      `not permitted to do "${unsafeDeleteVerb}", reason: ${reason}`,
+    );
+  }
 }
 
 /** POST pods/NAME/eviction: an Eviction (policy/v1) whose deleteOptions delete the pod (no disruption budgets yet). */
@@ -605,7 +710,7 @@ async function evict(
   if (eviction.metadata?.name !== undefined && eviction.metadata.name !== info.name) {
     throw errors.badRequest(`name in URL does not match name in Eviction object`);
   }
-  const options = await deleteOptionsOf(ctx, groupDomain, eviction.deleteOptions ?? {});
+  const options = await deleteOptionsOf(ctx, groupDomain, false, eviction.deleteOptions ?? {});
   await registry.delete(info.namespace, info.name, options);
   respond(ctx, 201, { ...successStatus(), code: 201 });
 }

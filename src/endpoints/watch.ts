@@ -93,6 +93,9 @@ export async function serveWatch(
 ): Promise<void> {
   const start = startOf(request);
   const cache = registry.cache;
+  // A corrupt object in the resource: kube-apiserver's cacher cannot list it and stays re-initializing, so
+  // watches are refused with 429 until the object is repaired or unsafely deleted (spec 3.2).
+  if (cache.hasCorrupt(registry.prefix)) throw errors.storageReinitializing();
   let atLeast = start.kind === 'from' ? start.revision : start.atLeast;
   if (start.kind === 'state' && start.consistent) atLeast = await registry.currentRevision();
   if (atLeast > cache.revision) await registry.waitForCache(atLeast);
@@ -245,10 +248,14 @@ export async function serveWatch(
     const snapshot = pinned
       ? { revision: cache.revision, entries: entry === undefined ? [] : [entry] }
       : cache.snapshot(prefix);
-    const sub = cache.subscribe(snapshot.revision, (events, rv) => {
-      deliver(events);
-      if (rv > lastRevision) lastRevision = rv;
-    });
+    const sub = cache.subscribe(
+      snapshot.revision,
+      (events, rv) => {
+        deliver(events);
+        if (rv > lastRevision) lastRevision = rv;
+      },
+      () => close(),
+    );
     unsubscribe = sub.unsubscribe;
     for (const entry of snapshot.entries)
       if (selects(entry.object)) send(line('ADDED', encodeObject(entry.object)));
@@ -258,10 +265,14 @@ export async function serveWatch(
     }
     deliver(sub.replay);
   } else {
-    const sub = cache.subscribe(start.revision, (events, rv) => {
-      deliver(events);
-      if (rv > lastRevision) lastRevision = rv;
-    });
+    const sub = cache.subscribe(
+      start.revision,
+      (events, rv) => {
+        deliver(events);
+        if (rv > lastRevision) lastRevision = rv;
+      },
+      () => close(),
+    );
     unsubscribe = sub.unsubscribe;
     lastRevision = start.revision;
     deliver(sub.replay);

@@ -13,11 +13,18 @@ export class Registries {
   readonly all: ResourceRegistry[] = [];
   readonly namespaces: ResourceRegistry;
 
-  constructor(kinds: readonly KindDeclaration[], store: KVStore, clock: Clock, watchCacheEventsMax: number) {
+  constructor(
+    kinds: readonly KindDeclaration[],
+    store: KVStore,
+    clock: Clock,
+    watchCacheEventsMax: number,
+    allowUnsafeMalformedObjectDeletion = false,
+  ) {
     const deps = {
       store,
       clock,
       watchCacheEventsMax,
+      allowUnsafeMalformedObjectDeletion,
       namespaceState: (namespace: string) => this.namespaceState(namespace),
     };
     for (const decl of kinds) {

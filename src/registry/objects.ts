@@ -24,12 +24,41 @@ export function encodeObject(object: ApiObject): Uint8Array {
   return encoder.encode(JSON.stringify({ ...object, metadata }));
 }
 
+/**
+ * Stored bytes that are not an object (garbage written under the key, a foreign encoding): a corrupt object.
+ * An operating error, not a programmer error: reads report it (spec 3.2) and an unsafe delete can remove it.
+ */
+export class UndecodableObject extends Error {
+  override readonly name = 'UndecodableObject';
+  constructor(
+    readonly key: string,
+    readonly modRevision: Revision,
+    readonly detail: string,
+  ) {
+    super(`object at ${key} (revision ${modRevision}) not decodable: ${detail}`);
+  }
+}
+
 export function decodeObject(kv: KeyValue, version: Revision = kv.modRevision): ApiObject {
-  const object = JSON.parse(decoder.decode(kv.value)) as ApiObject;
-  assert(
-    typeof object === 'object' && object !== null && typeof object.metadata === 'object',
-    `stored object at ${kv.key} has no metadata`,
-  );
+  let object: ApiObject;
+  try {
+    object = JSON.parse(decoder.decode(kv.value)) as ApiObject;
+  } catch (error) {
+    throw new UndecodableObject(
+      kv.key,
+      kv.modRevision,
+      error instanceof Error ? error.message : String(error),
+    );
+  }
+  if (
+    typeof object !== 'object' ||
+    object === null ||
+    Array.isArray(object) ||
+    typeof object.metadata !== 'object' ||
+    object.metadata === null
+  ) {
+    throw new UndecodableObject(kv.key, kv.modRevision, 'the stored value is not an object with metadata');
+  }
   object.metadata.resourceVersion = String(version);
   return object;
 }

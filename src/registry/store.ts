@@ -12,7 +12,13 @@ import {
 import { goTypeOf } from '../apimachinery/protobuf.js';
 import { compileValidator, type ObjectValidator } from '../apimachinery/schema.js';
 import { matches, type Selector } from '../apimachinery/selectors.js';
-import { ApiError, errors, type FieldError, type GroupResource } from '../apimachinery/status.js';
+import {
+  ApiError,
+  corruptCausesMax,
+  errors,
+  type FieldError,
+  type GroupResource,
+} from '../apimachinery/status.js';
 import type { Compare, KeyValue, KVStore, TxnOp } from '../storage/contract.js';
 import { StorageError } from '../storage/contract.js';
 import { revision, type Revision } from '../util/brand.js';
@@ -28,6 +34,7 @@ import {
   objectKey,
   resourcePrefix,
   timestamp,
+  UndecodableObject,
 } from './objects.js';
 
 /** How long a read waits for the cache to reach a requested resourceVersion before 504. */
@@ -44,6 +51,11 @@ export interface RegistryDeps {
   readonly watchCacheEventsMax: number;
   /** For create in a namespace: does it exist, is it being deleted. */
   readonly namespaceState: (namespace: string) => Promise<NamespaceState>;
+  /**
+   * Gate AllowUnsafeMalformedObjectDeletion (spec 3.2): reads of corrupt objects answer kube's corrupt-object
+   * errors (a list names every corrupt key), and `unsafeDelete` is possible. Off: the decoder's error, as 500.
+   */
+  readonly allowUnsafeMalformedObjectDeletion?: boolean;
 }
 
 /**
@@ -192,6 +204,11 @@ export class ResourceRegistry {
     });
   }
 
+  /** Gate AllowUnsafeMalformedObjectDeletion: DELETE honours ignoreStoreReadErrorWithClusterBreakingPotential. */
+  get unsafeDeletionAllowed(): boolean {
+    return this.deps.allowUnsafeMalformedObjectDeletion === true;
+  }
+
   get cache(): WatchCache<ApiObject> {
     if (this.cacheInstance === undefined) throw new Error(`watch cache of ${this.decl.plural} not started`);
     return this.cacheInstance;
@@ -218,11 +235,28 @@ export class ResourceRegistry {
   }
 
   private decode(kv: KeyValue, version?: Revision): ApiObject {
+    try {
+      return this.decodeStored(kv, version);
+    } catch (error) {
+      if (error instanceof UndecodableObject) throw this.corruptError(error);
+      throw error;
+    }
+  }
+
+  /** Like decode, but a corrupt object stays an UndecodableObject (lists collect them; unsafe delete looks). */
+  private decodeStored(kv: KeyValue, version?: Revision): ApiObject {
     const stored = decodeObject(kv, version);
     const object = this.decl.storage === undefined ? stored : this.decl.storage.fromStorage(stored);
     object.apiVersion = this.apiVersion;
     object.kind = this.decl.kind;
     return object;
+  }
+
+  /** What a read of a corrupt object answers: kube-apiserver 1.32's error with the gate on, or off. */
+  private corruptError(error: UndecodableObject): ApiError {
+    return this.deps.allowUnsafeMalformedObjectDeletion === true
+      ? errors.corruptObject(error.key, error.modRevision, error.detail)
+      : errors.undecodableObject500(error.detail);
   }
 
   /** The fields a field selector can use, for one object. */
@@ -243,7 +277,9 @@ export class ResourceRegistry {
 
   async get(namespace: string, name: string, resourceVersion: string | undefined): Promise<ApiObject> {
     const key = this.key(namespace, name);
-    if (resourceVersion === undefined || resourceVersion === '') {
+    // A corrupt object is not in the cache: the read goes to the store, which reports it (kube delegates reads
+    // to the store while its cache cannot hold the resource's state).
+    if (resourceVersion === undefined || resourceVersion === '' || this.cache.hasCorrupt(key)) {
       const result = await this.deps.store.range({ key });
       const kv = result.kvs[0];
       if (kv === undefined) throw errors.notFound(this.gr, name);
@@ -315,6 +351,16 @@ export class ResourceRegistry {
 
   private async listFromCache(request: ListRequest, prefix: string, atLeast: Revision): Promise<ListResult> {
     if (atLeast > 0) await this.waitForCache(atLeast);
+    // Corrupt objects are not in the cache: the list goes to the store, which reports them.
+    if (this.cache.hasCorrupt(prefix)) {
+      return this.listFromStore(
+        { ...request, limit: 0 },
+        prefix,
+        await this.currentRevision(),
+        prefix,
+        false,
+      );
+    }
     const snapshot = this.cache.snapshot(prefix);
     const items: ApiObject[] = [];
     for (const entry of snapshot.entries) {
@@ -338,16 +384,33 @@ export class ResourceRegistry {
     let more = false;
     let lastKey = '';
     let remaining = 0;
+    // With the gate on, corrupt objects are collected (up to corruptCausesMax) and reported together at the end.
+    const corrupt: UndecodableObject[] = [];
+    let truncated = false;
+    const collectCorrupt = this.deps.allowUnsafeMalformedObjectDeletion === true;
     try {
       // With selectors, keep reading until the chunk is full or the span ends (as kube-apiserver does).
-      for (let round = 0; round < 1000; round++) {
+      for (let round = 0; round < 1000 && !truncated; round++) {
         const want = request.limit > 0 ? request.limit - items.length : 0;
         const result = await this.deps.store.range({ prefix }, { revision: rv, limit: want, startKey: from });
         for (const kv of result.kvs) {
-          const object = this.decode(kv);
-          if (this.selects(object, request.labelSelector, request.fieldSelector)) items.push(object);
           lastKey = kv.key;
+          let object: ApiObject;
+          try {
+            object = this.decodeStored(kv);
+          } catch (error) {
+            if (!(error instanceof UndecodableObject)) throw error;
+            if (!collectCorrupt) throw this.corruptError(error);
+            if (corrupt.length >= corruptCausesMax) {
+              truncated = true;
+              break;
+            }
+            corrupt.push(error);
+            continue;
+          }
+          if (this.selects(object, request.labelSelector, request.fieldSelector)) items.push(object);
         }
+        if (truncated) break;
         more = result.more;
         remaining = result.count - result.kvs.length;
         if (!more || request.limit === 0 || items.length >= request.limit) break;
@@ -362,6 +425,13 @@ export class ResourceRegistry {
         throw errors.tooLargeResourceVersion(rv, error.revision ?? 0);
       }
       throw error;
+    }
+    if (corrupt.length > 0) {
+      throw errors.storeReadError(
+        this.gr,
+        corrupt.map((c) => ({ key: c.key, modRevision: c.modRevision, detail: c.detail })),
+        truncated,
+      );
     }
     if (!more) return { items, resourceVersion: rv };
     return {
@@ -740,6 +810,47 @@ export class ResourceRegistry {
       if (deleted !== undefined) return { object: deleted, deleted: true };
     }
     throw errors.conflict(this.gr, name, 'too many concurrent updates, try again');
+  }
+
+  /**
+   * Spec 3.2, DELETE with ignoreStoreReadErrorWithClusterBreakingPotential (gate on, caller authorized for
+   * `unsafe-delete-ignore-read-errors`): only a corrupt object qualifies (a readable or missing one is 422). The
+   * normal delete is tried first; when it fails with the corrupt-object error, the key is removed from the store
+   * directly: no finalizers, preconditions, grace period or reservation release (the object cannot be read).
+   * Returns whether this request removed the key (false: someone else removed it meanwhile).
+   */
+  async unsafeDelete(namespace: string, name: string): Promise<{ deleted: boolean }> {
+    const key = this.key(namespace, name);
+    const read = await this.deps.store.range({ key });
+    const kv = read.kvs[0];
+    if (kv === undefined || this.decodable(kv)) throw errors.unsafeDeleteOfReadable(this.gr, name);
+    try {
+      const { deleted } = await this.delete(namespace, name, { dryRun: false });
+      return { deleted };
+    } catch (error) {
+      if (!(error instanceof ApiError && error.message.includes('corrupt object'))) throw error;
+    }
+    for (let attempt = 0; attempt < updateRetriesMax; attempt++) {
+      const current = (await this.deps.store.range({ key })).kvs[0];
+      if (current === undefined) return { deleted: false };
+      const result = await this.deps.store.txn({
+        compare: [{ key, target: 'modRevision', op: '=', value: current.modRevision }],
+        success: [{ type: 'delete', span: { key } }],
+        failure: [],
+      });
+      if (result.succeeded) return { deleted: true };
+    }
+    throw errors.conflict(this.gr, name, 'too many concurrent updates, try again');
+  }
+
+  private decodable(kv: KeyValue): boolean {
+    try {
+      this.decodeStored(kv);
+      return true;
+    } catch (error) {
+      if (error instanceof UndecodableObject) return false;
+      throw error;
+    }
   }
 
   async deleteCollection(request: ListRequest, options: DeleteOptions): Promise<ApiObject[]> {

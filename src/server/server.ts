@@ -113,7 +113,13 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
     authentication.serviceAccounts,
     authenticationGroup,
   );
-  const registries = new Registries(kinds, store, clock, options.watchCacheEventsMax);
+  const registries = new Registries(
+    kinds,
+    store,
+    clock,
+    options.watchCacheEventsMax,
+    gates.enabled('AllowUnsafeMalformedObjectDeletion'),
+  );
   bound.registries = registries;
   const health = new Health(
     [

@@ -31,10 +31,20 @@ export interface CacheEntry<T> {
 
 export type CacheListener<T> = (events: readonly CacheEvent<T>[], revision: Revision) => void;
 
+/**
+ * Called when the cache cannot describe a change as events: a stored value that does not decode (a corrupt
+ * object) was written or deleted. As kube-apiserver's cacher re-initializing, every watcher is ended (clients
+ * list again) and the event window restarts at the current revision (older starts get 410).
+ */
+export type CacheResetListener = () => void;
+
 export interface WatchCacheOptions<T> {
   readonly store: KVStore;
   readonly prefix: string;
-  /** Decodes a stored value; `revision` is the key's modRevision (it becomes resourceVersion). */
+  /**
+   * Decodes a stored value; `revision` is the key's modRevision (it becomes resourceVersion). A value that does
+   * not decode (it throws) is a corrupt object: the cache keeps its key aside (see `hasCorrupt`) instead of an object.
+   */
   readonly decode: (kv: KeyValue) => T;
   /** Decodes a deleted object: its last state, with the delete's revision as resourceVersion. */
   readonly decodeDeleted: (previous: KeyValue, deleteRevision: Revision) => T;
@@ -59,6 +69,9 @@ export class WatchCache<T> {
   private windowStart: Revision = revision(0);
   private current: Revision = revision(0);
   private readonly listeners = new Set<CacheListener<T>>();
+  private readonly resetListeners = new Set<CacheResetListener>();
+  /** Keys whose current value does not decode, with its modRevision. invariant: disjoint from `objects`' keys. */
+  private readonly corrupt = new Map<string, Revision>();
   private readonly waiters = new Set<{ revision: Revision; resolve: () => void }>();
   /** Asks the store for progress while anyone waits (see waitFor). */
   private nudge: NodeJS.Timeout | undefined;
@@ -77,8 +90,10 @@ export class WatchCache<T> {
   private async load(): Promise<void> {
     const { store, prefix, decode } = this.options;
     const result = await store.range({ prefix });
-    for (const kv of result.kvs)
-      this.objects.set(kv.key, { object: decode(kv), modRevision: kv.modRevision });
+    for (const kv of result.kvs) {
+      const object = this.tryDecode(kv, decode);
+      if (object !== undefined) this.objects.set(kv.key, { object, modRevision: kv.modRevision });
+    }
     this.current = result.header.revision;
     this.windowStart = result.header.revision;
     this.storeWatch = store.watch(
@@ -93,9 +108,16 @@ export class WatchCache<T> {
     switch (response.type) {
       case 'events': {
         const batch: CacheEvent<T>[] = [];
-        for (const e of response.events) batch.push(this.apply(e.type, e.kv, e.prevKv));
-        const last = batch[batch.length - 1];
-        if (last !== undefined) this.advance(last.revision, batch);
+        let reset = false;
+        for (const e of response.events) {
+          const event = this.apply(e.type, e.kv, e.prevKv);
+          if (event === undefined) reset = true;
+          else batch.push(event);
+        }
+        const last = response.events[response.events.length - 1];
+        if (last === undefined) return;
+        if (reset) this.reset(last.kv.modRevision, batch);
+        else this.advance(last.kv.modRevision, batch);
         return;
       }
       case 'progress':
@@ -134,7 +156,11 @@ export class WatchCache<T> {
       seen.add(kv.key);
       const existing = this.objects.get(kv.key);
       if (existing !== undefined && existing.modRevision === kv.modRevision) continue;
-      const object = this.options.decode(kv);
+      const object = this.tryDecode(kv, this.options.decode);
+      if (object === undefined) {
+        this.objects.delete(kv.key);
+        continue;
+      }
       this.objects.set(kv.key, { object, modRevision: kv.modRevision });
       batch.push(
         existing === undefined
@@ -143,10 +169,11 @@ export class WatchCache<T> {
       );
     }
     for (const [key, existing] of this.objects) {
-      if (seen.has(key)) continue;
+      if (seen.has(key) && !this.corrupt.has(key)) continue;
       this.objects.delete(key);
       batch.push({ type: 'DELETED', key, object: existing.object, previous: existing.object, revision: rev });
     }
+    for (const key of this.corrupt.keys()) if (!seen.has(key)) this.corrupt.delete(key);
     this.events.length = 0;
     this.windowStart = rev;
     if (rev > this.current) this.advance(rev, batch);
@@ -157,19 +184,46 @@ export class WatchCache<T> {
     );
   }
 
-  private apply(type: 'put' | 'delete', kv: KeyValue, prevKv: KeyValue | undefined): CacheEvent<T> {
+  /** The decoded value, or undefined when it does not decode (the key is then recorded as corrupt). */
+  private tryDecode(kv: KeyValue, decode: (kv: KeyValue) => T): T | undefined {
+    try {
+      const object = decode(kv);
+      this.corrupt.delete(kv.key);
+      return object;
+    } catch {
+      this.corrupt.set(kv.key, kv.modRevision);
+      return undefined;
+    }
+  }
+
+  /** One store event as a cache event; undefined when a corrupt value is involved (the caller resets). */
+  private apply(
+    type: 'put' | 'delete',
+    kv: KeyValue,
+    prevKv: KeyValue | undefined,
+  ): CacheEvent<T> | undefined {
     const existing = this.objects.get(kv.key);
     if (type === 'put') {
-      const object = this.options.decode(kv);
+      const object = this.tryDecode(kv, this.options.decode);
+      if (object === undefined) {
+        this.objects.delete(kv.key);
+        return undefined;
+      }
       this.objects.set(kv.key, { object, modRevision: kv.modRevision });
       return existing === undefined
         ? { type: 'ADDED', key: kv.key, object, revision: kv.modRevision }
         : { type: 'MODIFIED', key: kv.key, object, previous: existing.object, revision: kv.modRevision };
     }
     this.objects.delete(kv.key);
+    // The deleted value did not decode: there is no object to put in a DELETED event.
+    if (this.corrupt.delete(kv.key)) return undefined;
     const last = prevKv ?? undefined;
-    const object =
-      last !== undefined ? this.options.decodeDeleted(last, kv.modRevision) : (existing?.object as T);
+    let object: T | undefined;
+    try {
+      object = last !== undefined ? this.options.decodeDeleted(last, kv.modRevision) : existing?.object;
+    } catch {
+      return undefined;
+    }
     assert(object !== undefined, `delete of unknown key ${kv.key}`);
     return {
       type: 'DELETED',
@@ -198,6 +252,26 @@ export class WatchCache<T> {
         waiter.resolve();
       }
     }
+  }
+
+  /**
+   * A change the cache cannot describe as events (a corrupt value written or deleted): every watcher is ended
+   * and the window restarts here, as kube-apiserver's cacher does when it re-initializes.
+   */
+  private reset(to: Revision, batch: readonly CacheEvent<T>[]): void {
+    this.events.length = 0;
+    this.windowStart = to;
+    const ended = [...this.resetListeners];
+    this.resetListeners.clear();
+    for (const end of ended) end();
+    // Listeners without a reset hook (the controllers) still see the changes that did decode.
+    this.advance(to, batch);
+  }
+
+  /** Whether a key under `prefix` holds a value that does not decode (a corrupt object). */
+  hasCorrupt(prefix: string): boolean {
+    for (const key of this.corrupt.keys()) if (key.startsWith(prefix)) return true;
+    return false;
   }
 
   get revision(): Revision {
@@ -264,17 +338,26 @@ export class WatchCache<T> {
   subscribe(
     after: Revision,
     listener: CacheListener<T>,
+    onReset?: CacheResetListener,
   ): { replay: CacheEvent<T>[]; unsubscribe: () => void } {
     assert(after >= this.windowStart, 'subscribe below the window');
     const replay = this.events.filter((e) => e.revision > after);
     this.listeners.add(listener);
-    return { replay, unsubscribe: () => this.listeners.delete(listener) };
+    if (onReset !== undefined) this.resetListeners.add(onReset);
+    return {
+      replay,
+      unsubscribe: () => {
+        this.listeners.delete(listener);
+        if (onReset !== undefined) this.resetListeners.delete(onReset);
+      },
+    };
   }
 
   close(): void {
     this.closed = true;
     this.storeWatch?.close();
     this.listeners.clear();
+    this.resetListeners.clear();
     for (const waiter of this.waiters) {
       this.removeWaiter(waiter);
       waiter.resolve();

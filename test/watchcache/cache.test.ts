@@ -1,6 +1,7 @@
 // Proves the watch cache over the real embedded store: it loads the prefix, follows changes in revision order
 // with previous states, keeps a bounded window (whole revisions drop out), replays from a revision without gaps
-// or repeats, and waits for a revision (progress from the store) or times out.
+// or repeats, and waits for a revision (progress from the store) or times out; values that do not decode are
+// kept aside as corrupt keys, and a change to one resets the watchers.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -81,4 +82,96 @@ test('load, follow, window, replay, wait', async (t) => {
   for (let i = 0; i < 3; i++) await put(`/other/w${i}`, 'w');
   await Promise.all(many);
   assert.ok(cache.revision >= target);
+});
+
+test('corrupt values (decode throws) are kept aside: loaded, written and deleted ones reset the watchers', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'stoa-cache-corrupt-'));
+  const store = await openStore({ engine: 'embedded', dataDir: dir, retentionMs: 0 });
+  t.after(async () => {
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+  const put = async (key: string, value: string): Promise<number> =>
+    (await store.txn({ compare: [], success: [{ type: 'put', key, value: enc(value) }], failure: [] })).header
+      .revision;
+  const del = async (key: string): Promise<number> =>
+    (await store.txn({ compare: [], success: [{ type: 'delete', span: { key } }], failure: [] })).header
+      .revision;
+  // "bad..." values do not decode.
+  const decode = (kv: KeyValue): string => {
+    const value = text(kv);
+    if (value.startsWith('bad')) throw new Error(`cannot decode ${value}`);
+    return value;
+  };
+  await put('/p/a', 'a1');
+  await put('/p/x/b', 'bad1');
+  const cache = await WatchCache.start<string>({
+    store,
+    prefix: '/p/',
+    decode,
+    decodeDeleted: (prev) => `deleted:${decode(prev)}`,
+    eventsMax: 10,
+    clock: systemClock,
+  });
+  t.after(() => cache.close());
+  // Loaded: the corrupt key is not an object, and it is known as corrupt.
+  assert.deepEqual(
+    cache.snapshot().entries.map((e) => e.object),
+    ['a1'],
+  );
+  assert.equal(cache.hasCorrupt('/p/'), true);
+  assert.equal(cache.hasCorrupt('/p/x/'), true);
+  assert.equal(cache.hasCorrupt('/p/a'), false);
+
+  const seen: string[] = [];
+  let resets = 0;
+  const sub = cache.subscribe(
+    cache.revision,
+    (events) => seen.push(...events.map((e) => `${e.type}:${e.object}`)),
+    () => resets++,
+  );
+  // Deleting the corrupt key: no event can describe it; the watcher is reset and the window restarts there.
+  const r1 = await del('/p/x/b');
+  await cache.waitFor(revision(r1), 2000);
+  assert.equal(resets, 1);
+  assert.equal(cache.hasCorrupt('/p/'), false);
+  assert.equal(cache.oldestRevision, r1);
+  sub.unsubscribe();
+
+  // A readable object overwritten with garbage leaves the snapshot; listeners without a reset hook (the
+  // controllers) still get the readable changes of the same batch; a later valid write repairs it.
+  const plain: string[] = [];
+  let resets2 = 0;
+  const sub2 = cache.subscribe(
+    cache.revision,
+    (events) => plain.push(...events.map((e) => `${e.type}:${e.object}`)),
+    () => resets2++,
+  );
+  const r2 = (
+    await store.txn({
+      compare: [],
+      success: [
+        { type: 'put', key: '/p/c', value: enc('c1') },
+        { type: 'put', key: '/p/a', value: enc('bad2') },
+      ],
+      failure: [],
+    })
+  ).header.revision;
+  await cache.waitFor(revision(r2), 2000);
+  assert.equal(resets2, 1);
+  assert.deepEqual(plain, ['ADDED:c1']);
+  assert.deepEqual(
+    cache.snapshot().entries.map((e) => e.object),
+    ['c1'],
+  );
+  assert.equal(cache.hasCorrupt('/p/'), true);
+  sub2.unsubscribe();
+  const r3 = await put('/p/a', 'a3');
+  await cache.waitFor(revision(r3), 2000);
+  assert.equal(cache.hasCorrupt('/p/'), false);
+  assert.deepEqual(
+    cache.snapshot().entries.map((e) => e.object),
+    ['a3', 'c1'],
+  );
+  assert.deepEqual(seen, []);
 });
