@@ -43,6 +43,7 @@ import { adminHandler } from '../endpoints/admin.js';
 import { ApiError, errors } from '../apimachinery/status.js';
 import type { AccessReviewer } from '../auth/access-review.js';
 import { ipString, parseCidr } from '../kinds/service/index.js';
+import { Auditor } from '../audit/auditor.js';
 
 const http2MaxStreamsPerConnection = 1000;
 
@@ -82,6 +83,13 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
     groupDomain: options.groupDomain,
     serviceClusterIpRange: options.serviceClusterIpRange,
   });
+  // A bad audit policy stops the start before anything is opened; the log file is opened here too.
+  const auditor = await Auditor.create(
+    options.audit,
+    options.groupDomain,
+    (error) => logger.error({ err: error }, 'audit event not written'),
+    () => Math.round((performance.timeOrigin + performance.now()) * 1000),
+  );
   await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
   const credentials = await prepareCredentials(options);
   // Authentication is configured before the store opens: a bad flag or file stops the start cleanly.
@@ -225,6 +233,7 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
     authenticationGroup,
     maxRequestsInflight: options.maxRequestsInflight,
     maxMutatingRequestsInflight: options.maxMutatingRequestsInflight,
+    ...(auditor === undefined ? {} : { auditor }),
   });
 
   const server: Http2SecureServer = createSecureServer(
@@ -307,6 +316,7 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
       authentication.close();
       registries.close();
       await store.close();
+      auditor?.close();
       logger.info('stopped');
       logger.flush();
     })();
