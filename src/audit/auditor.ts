@@ -12,7 +12,15 @@ import {
   type AuditLogMode,
   type RotationOptions,
 } from './log-backend.js';
-import { AuditPolicyError, parseAuditPolicy, PolicyChecker, type AuditStage } from './policy.js';
+import {
+  AuditPolicyError,
+  parseAuditPolicy,
+  PolicyChecker,
+  type AuditLevel,
+  type AuditStage,
+  type PolicyAttributes,
+  type RequestAuditConfig,
+} from './policy.js';
 
 export interface AuditFlags {
   readonly policyFile?: string;
@@ -44,15 +52,37 @@ export async function loadAuditPolicy(file: string, auditGroup: string): Promise
   }
 }
 
+/** What the auditor counts (kube-apiserver's apiserver_audit_* metrics). */
+export interface AuditObserver {
+  /** Every request's policy level (None included). */
+  level(level: AuditLevel): void;
+  /** An event handed to the backend. */
+  event(): void;
+  /** An event the backend could not write. */
+  error(plugin: 'log'): void;
+  /** A request refused because its RequestReceived event could not be stored (blocking-strict). */
+  rejected(): void;
+}
+
+const noObserver: AuditObserver = { level: () => {}, event: () => {}, error: () => {}, rejected: () => {} };
+
 export class Auditor {
   constructor(
-    readonly checker: PolicyChecker,
+    private readonly policy: PolicyChecker,
     private readonly backend: AuditBackend,
     private readonly format: AuditLogFormat,
     private readonly apiVersion: string,
     /** Wall clock in microseconds (stage timestamps). */
     readonly nowMicros: () => number,
+    readonly observer: AuditObserver = noObserver,
   ) {}
+
+  /** The policy's decision for a request, counted by level. */
+  evaluate(attributes: PolicyAttributes): RequestAuditConfig {
+    const config = this.policy.evaluate(attributes);
+    this.observer.level(config.level);
+    return config;
+  }
 
   /** Builds the auditor the flags ask for, or undefined when auditing is off. Throws AuditPolicyError. */
   static async create(
@@ -60,18 +90,24 @@ export class Auditor {
     groupDomain: string,
     onError: (error: unknown) => void,
     nowMicros: () => number,
+    observer: AuditObserver = noObserver,
   ): Promise<Auditor | undefined> {
     if (flags.policyFile === undefined || flags.policyFile === '') return undefined;
     const checker = await loadAuditPolicy(flags.policyFile, `audit.${groupDomain}`);
     if (flags.logPath === undefined || flags.logPath === '') return undefined;
+    const counted = (error: unknown): void => {
+      observer.error('log');
+      onError(error);
+    };
     const writer =
-      flags.logPath === '-' ? new StdoutWriter() : new RotatingFile(flags.logPath, flags.rotation);
+      flags.logPath === '-' ? new StdoutWriter() : new RotatingFile(flags.logPath, flags.rotation, onError);
     return new Auditor(
       checker,
-      newLogBackend(writer, flags.logMode, onError),
+      newLogBackend(writer, flags.logMode, counted),
       flags.logFormat,
       flags.logVersion,
       nowMicros,
+      observer,
     );
   }
 
@@ -84,6 +120,7 @@ export class Auditor {
       this.format === 'json'
         ? `${JSON.stringify(eventJson(event, this.apiVersion))}\n`
         : `${eventLegacyLine(event)}\n`;
+    this.observer.event();
     return this.backend.process(line);
   }
 

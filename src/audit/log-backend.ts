@@ -3,6 +3,10 @@
 // write fails the request; batch: buffered, written in the background, dropped when the buffer is full), and
 // the file rotated as kube's lumberjack writer does it (size, backups kept, age in days).
 
+import { createReadStream, createWriteStream } from 'node:fs';
+import { unlink } from 'node:fs/promises';
+import { pipeline } from 'node:stream/promises';
+import { createGzip } from 'node:zlib';
 import {
   closeSync,
   fstatSync,
@@ -37,6 +41,8 @@ export interface RotationOptions {
   readonly maxBackups: number;
   /** Megabytes before rotation (0 = lumberjack's 100). */
   readonly maxSizeMegabytes: number;
+  /** Gzip rotated files (`name-<stamp>.ext.gz`), in the background. */
+  readonly compress: boolean;
 }
 
 /** Where lines go: `write` throws on failure. */
@@ -78,10 +84,13 @@ export class RotatingFile implements LineWriter {
   private fd: number;
   private size: number;
   private readonly maxBytes: number;
+  /** Compressions of rotated files still running (lumberjack's mill runs them in the background too). */
+  private compressing: Promise<void> = Promise.resolve();
 
   constructor(
     readonly path: string,
     private readonly options: RotationOptions,
+    private readonly onError: (error: unknown) => void = () => {},
     private readonly now: () => Date = () => new Date(),
   ) {
     this.maxBytes =
@@ -108,10 +117,23 @@ export class RotatingFile implements LineWriter {
     closeSync(this.fd);
     const ext = extname(this.path);
     const prefix = basename(this.path, ext);
-    renameSync(this.path, join(dirname(this.path), `${prefix}-${backupStamp(this.now())}${ext}`));
+    const backup = join(dirname(this.path), `${prefix}-${backupStamp(this.now())}${ext}`);
+    renameSync(this.path, backup);
     this.fd = openSync(this.path, 'a', 0o600);
     this.size = 0;
     this.prune(prefix, ext);
+    if (this.options.compress) {
+      this.compressing = this.compressing.then(() =>
+        pipeline(createReadStream(backup), createGzip(), createWriteStream(`${backup}.gz`, { mode: 0o600 }))
+          .then(() => unlink(backup))
+          .catch((error: unknown) => this.onError(error)),
+      );
+    }
+  }
+
+  /** Resolves once the rotated files so far are compressed. */
+  settled(): Promise<void> {
+    return this.compressing;
   }
 
   /** Removes backups beyond --audit-log-maxbackup and older than --audit-log-maxage days. */
@@ -120,8 +142,9 @@ export class RotatingFile implements LineWriter {
     const dir = dirname(this.path);
     const backups: { file: string; stampMs: number }[] = [];
     for (const file of readdirSync(dir)) {
-      if (!file.startsWith(`${prefix}-`) || !file.endsWith(ext)) continue;
-      const stampMs = parseBackupStamp(file.slice(prefix.length + 1, file.length - ext.length));
+      const end = file.endsWith(`${ext}.gz`) ? `${ext}.gz` : ext;
+      if (!file.startsWith(`${prefix}-`) || !file.endsWith(end)) continue;
+      const stampMs = parseBackupStamp(file.slice(prefix.length + 1, file.length - end.length));
       if (stampMs !== undefined) backups.push({ file, stampMs });
     }
     backups.sort((a, b) => b.stampMs - a.stampMs);

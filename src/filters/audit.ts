@@ -93,7 +93,7 @@ export function withAudit(next: Handler, auditor: Auditor): Handler {
   return async (ctx) => {
     const user = ctx.user ?? anonymousUser;
     const attributes = requestAttributes(ctx, user);
-    const config = auditor.checker.evaluate(attributes);
+    const config = auditor.evaluate(attributes);
     if (config.level === 'None') {
       await next(ctx);
       return;
@@ -106,6 +106,7 @@ export function withAudit(next: Handler, auditor: Auditor): Handler {
     const recorder = new AuditRecorder(event, config, isLongRunning(ctx) ? emit : undefined);
     ctx.audit = recorder;
     if (!auditor.emit(event, 'RequestReceived', config.omitStages)) {
+      auditor.observer.rejected();
       delete ctx.audit;
       throw errors.internal('failed to store audit event');
     }
@@ -171,7 +172,7 @@ export function withFailedAuthenticationAudit(next: Handler, auditor: Auditor): 
       // Only authentication's own 401 (it sets ctx.user before anything else runs).
       if (ctx.user !== undefined || !(error instanceof ApiError) || error.code !== 401) throw error;
       const attributes = requestAttributes(ctx, anonymousUser);
-      const config = auditor.checker.evaluate({ ...attributes, user: undefined });
+      const config = auditor.evaluate({ ...attributes, user: undefined });
       if (config.level === 'None') throw error;
       const event = newEvent(ctx, attributes, config.level);
       respondError(ctx, error);

@@ -21,7 +21,11 @@ export const auditFlagNames = [
   'audit-log-maxage',
   'audit-log-maxbackup',
   'audit-log-maxsize',
+  'audit-log-compress',
 ] as const;
+
+/** Flags that may be given without a value (`--audit-log-compress` = true). */
+export const auditBoolFlags = new Set(['audit-log-compress']);
 
 export const auditUsage = `  --audit-policy-file FILE               audit policy (audit.<domain>/v1 Policy, YAML or JSON); none = no auditing
   --audit-log-path PATH                  write audit events to this file ('-' = standard output)
@@ -31,6 +35,7 @@ export const auditUsage = `  --audit-policy-file FILE               audit policy
   --audit-log-maxage DAYS                days to keep rotated audit files (default 0 = no limit)
   --audit-log-maxbackup N                rotated audit files to keep (default 0 = all)
   --audit-log-maxsize MB                 size of the audit file before it rotates (default 0 = 100)
+  --audit-log-compress BOOL              gzip rotated audit files (default false)
 `;
 
 function integer(text: string | undefined, flag: string): number {
@@ -43,6 +48,16 @@ function integer(text: string | undefined, flag: string): number {
   const n = Number(text);
   if (n < 0) throw new FlagError(`--${flag} ${n} can't be a negative number`);
   return n;
+}
+
+function boolean(text: string | undefined, flag: string): boolean {
+  if (text === undefined) return false;
+  // Go's strconv.ParseBool spellings.
+  if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(text)) return true;
+  if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(text)) return false;
+  throw new FlagError(
+    `invalid argument "${text}" for "--${flag}" flag: strconv.ParseBool: parsing "${text}": invalid syntax`,
+  );
 }
 
 export function parseAuditFlags(get: (name: string) => string | undefined, groupDomain: string): AuditFlags {
@@ -67,6 +82,7 @@ export function parseAuditFlags(get: (name: string) => string | undefined, group
     maxAgeDays: integer(get('audit-log-maxage'), 'audit-log-maxage'),
     maxBackups: integer(get('audit-log-maxbackup'), 'audit-log-maxbackup'),
     maxSizeMegabytes: integer(get('audit-log-maxsize'), 'audit-log-maxsize'),
+    compress: boolean(get('audit-log-compress'), 'audit-log-compress'),
   };
   return {
     ...(policyFile === undefined ? {} : { policyFile }),

@@ -30,7 +30,7 @@ import {
   type AuthorizationFlags,
 } from './authorization-flags.js';
 // ---- end of authorization flags
-import { auditFlagNames, auditUsage, parseAuditFlags } from './audit-flags.js';
+import { auditBoolFlags, auditFlagNames, auditUsage, parseAuditFlags } from './audit-flags.js';
 import type { AuditFlags } from '../audit/auditor.js';
 
 export interface ServeOptions {
@@ -186,7 +186,8 @@ export function parseServeFlags(argv: readonly string[]): ServeOptions | 'help' 
     const name = eq < 0 ? body : body.slice(0, eq);
     if (!known.has(name)) throw new FlagError(`unknown flag: --${name}`);
     let value: string | undefined = eq < 0 ? undefined : body.slice(eq + 1);
-    if (value === undefined && authenticationBoolFlags.has(name)) value = 'true';
+    if (value === undefined && (authenticationBoolFlags.has(name) || auditBoolFlags.has(name)))
+      value = 'true';
     if (value === undefined) {
       value = argv[i + 1];
       if (value === undefined) throw new FlagError(`flag needs an argument: --${name}`);

@@ -83,13 +83,6 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
     groupDomain: options.groupDomain,
     serviceClusterIpRange: options.serviceClusterIpRange,
   });
-  // A bad audit policy stops the start before anything is opened; the log file is opened here too.
-  const auditor = await Auditor.create(
-    options.audit,
-    options.groupDomain,
-    (error) => logger.error({ err: error }, 'audit event not written'),
-    () => Math.round((performance.timeOrigin + performance.now()) * 1000),
-  );
   await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
   const credentials = await prepareCredentials(options);
   // Authentication is configured before the store opens: a bad flag or file stops the start cleanly.
@@ -106,6 +99,19 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
     warn: (message, error) => logger.warn({ err: error }, message),
   });
   const metrics = new Metrics(options.metrics);
+  // A bad audit policy stops the start before the store opens; the log file is opened here too.
+  const auditor = await Auditor.create(
+    options.audit,
+    options.groupDomain,
+    (error) => logger.error({ err: error }, 'audit event not written'),
+    () => Math.round((performance.timeOrigin + performance.now()) * 1000),
+    {
+      level: (level) => metrics.auditLevels.inc({ level }),
+      event: () => metrics.auditEvents.inc(),
+      error: (plugin) => metrics.auditErrors.inc({ plugin }),
+      rejected: () => metrics.auditRequestsRejected.inc(),
+    },
+  );
   const { store: rawStore, replica, engine } = await openServerStore(options, logger);
   const store = metrics.instrument(rawStore);
   if (replica !== undefined) registerReplicaMetrics(metrics.lifecycle, replica);

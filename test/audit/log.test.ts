@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { eventJson, eventLegacyLine, formatMicroTime, type AuditEvent } from '../../src/audit/event.js';
 import { newLogBackend, RotatingFile, type LineWriter } from '../../src/audit/log-backend.js';
 import { parseAuditFlags } from '../../src/server/audit-flags.js';
@@ -73,7 +74,12 @@ test('rotation: over the size the file moves to name-<UTC stamp>.ext; backups be
     writeFileSync(join(dir.path, 'audit-2024-03-05T00-00-00.000.log'), 'recent-3\n');
     writeFileSync(join(dir.path, 'unrelated.txt'), 'x\n');
     const now = new Date(Date.UTC(2024, 2, 10, 1, 2, 3, 4));
-    const file = new RotatingFile(path, { maxAgeDays: 30, maxBackups: 3, maxSizeMegabytes: 1 }, () => now);
+    const file = new RotatingFile(
+      path,
+      { maxAgeDays: 30, maxBackups: 3, maxSizeMegabytes: 1, compress: false },
+      () => {},
+      () => now,
+    );
     const line = `${'x'.repeat(1023)}\n`;
     for (let i = 0; i < 1024; i++) file.write(line); // exactly 1 MiB: no rotation yet
     assert.equal(readdirSync(dir.path).length, 6);
@@ -90,11 +96,35 @@ test('rotation: over the size the file moves to name-<UTC stamp>.ext; backups be
     ]);
     assert.throws(
       () =>
-        new RotatingFile(path, { maxAgeDays: 0, maxBackups: 0, maxSizeMegabytes: 1 }).write(
+        new RotatingFile(path, { maxAgeDays: 0, maxBackups: 0, maxSizeMegabytes: 1, compress: false }).write(
           'y'.repeat(2 * 1024 * 1024),
         ),
       /write length 2097152 exceeds maximum file size 1048576/,
     );
+  } finally {
+    await dir.remove();
+  }
+});
+
+test('--audit-log-compress: a rotated file becomes name-<stamp>.ext.gz and still counts as a backup', async () => {
+  const dir = await tempDir('audit-compress');
+  try {
+    const path = join(dir.path, 'audit.json');
+    writeFileSync(join(dir.path, 'audit-2024-03-01T00-00-00.000.json.gz'), 'older\n');
+    const now = new Date(Date.UTC(2024, 2, 10, 0, 0, 0, 0));
+    const file = new RotatingFile(
+      path,
+      { maxAgeDays: 0, maxBackups: 1, maxSizeMegabytes: 1, compress: true },
+      () => {},
+      () => now,
+    );
+    file.write(`${'a'.repeat(1024 * 1024 - 1)}\n`);
+    file.write('b\n');
+    await file.settled();
+    file.close();
+    assert.deepEqual(readdirSync(dir.path).sort(), ['audit-2024-03-10T00-00-00.000.json.gz', 'audit.json']);
+    const unzipped = gunzipSync(readFileSync(join(dir.path, 'audit-2024-03-10T00-00-00.000.json.gz')));
+    assert.equal(unzipped.length, 1024 * 1024);
   } finally {
     await dir.remove();
   }
@@ -139,7 +169,7 @@ test('flags: kube defaults, and its checks when a log path is given', () => {
     logFormat: 'json',
     logMode: 'blocking',
     logVersion: 'audit.k8s.io/v1',
-    rotation: { maxAgeDays: 0, maxBackups: 0, maxSizeMegabytes: 0 },
+    rotation: { maxAgeDays: 0, maxBackups: 0, maxSizeMegabytes: 0, compress: false },
   });
   assert.equal(flags({ 'audit-log-mode': 'nonsense' }).logMode, 'nonsense', 'unchecked without a log path');
   const path = { 'audit-log-path': '/tmp/x.log' };
@@ -161,4 +191,9 @@ test('flags: kube defaults, and its checks when a log path is given', () => {
     'invalid argument "ten" for "--audit-log-maxsize" flag: strconv.ParseInt: parsing "ten": invalid syntax',
   );
   assert.equal(parseAuditFlags(() => undefined, 'svc.io').logVersion, 'audit.svc.io/v1');
+  assert.equal(flags({ 'audit-log-compress': 'true' }).rotation.compress, true);
+  assert.equal(
+    flagError({ 'audit-log-compress': 'yes' }),
+    'invalid argument "yes" for "--audit-log-compress" flag: strconv.ParseBool: parsing "yes": invalid syntax',
+  );
 });

@@ -290,6 +290,19 @@ test('kubectl 1.32: its requests are in the log with its user agent', async () =
   assert.deepEqual(mine[0].requestObject.data, { k: 'v' });
 });
 
+test('metrics: apiserver_audit_event_total and apiserver_audit_level_total count events and levels', async () => {
+  const r = await server.request('GET', '/metrics');
+  assert.equal(r.status, 200);
+  const value = (pattern: RegExp): number => Number(pattern.exec(r.text)?.[1] ?? 'NaN');
+  assert.ok(value(/^apiserver_audit_event_total (\d+)$/m) > 10, r.text);
+  assert.ok(value(/^apiserver_audit_level_total\{level="None"\} (\d+)$/m) >= 1);
+  assert.ok(value(/^apiserver_audit_level_total\{level="RequestResponse"\} (\d+)$/m) >= 3);
+  assert.match(
+    r.text,
+    /^# HELP apiserver_audit_event_total \[ALPHA\] Counter of audit events generated and sent to the audit backend\.$/m,
+  );
+});
+
 test('a bad policy file is refused at start, naming the file and the problem', async () => {
   const bad = await writeTemp(
     dir,
