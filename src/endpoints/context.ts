@@ -1,6 +1,7 @@
 // The typed request context every filter and handler shares, and the one place responses are written:
 // negotiated serialization, gzip when asked, Warning headers, Status bodies for errors.
 
+import { randomUUID } from 'node:crypto';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import { gzipSync } from 'node:zlib';
 import { encodeCbor } from '../apimachinery/cbor.js';
@@ -10,6 +11,7 @@ import { canEncodeProtobuf, encodeObject, protobufMediaType } from '../apimachin
 import { statusOf, toApiError, type ApiError } from '../apimachinery/status.js';
 import { requestInfo, type RequestInfo } from './requestinfo.js';
 import type { UserInfo } from '../auth/user.js';
+import type { AuditRecorder } from '../audit/event.js';
 
 export type { UserInfo } from '../auth/user.js';
 
@@ -20,7 +22,13 @@ export interface RequestContext {
   readonly query: URLSearchParams;
   readonly info: RequestInfo;
   readonly startMs: number;
+  /** Wall-clock time the request arrived, in microseconds since the epoch (audit timestamps). */
+  readonly receivedMicros: number;
+  /** The request's `Audit-ID` header, or a new UUID: answered as `Audit-ID` and written in audit events. */
+  readonly auditId: string;
   user?: UserInfo;
+  /** Set by the audit filter when the policy audits this request: handlers report what it logs. */
+  audit?: AuditRecorder;
   /** Warning header values (already formatted as `299 - "..."`). */
   readonly warnings: string[];
   /** For logs and metrics: the resource (`pods`) or '' for non-resource requests. */
@@ -39,6 +47,7 @@ export function newRequestContext(
   options: { readonly compression: boolean; readonly metaGroup: string; readonly cbor?: boolean },
 ): RequestContext {
   const url = new URL(req.url, 'https://localhost');
+  const auditIdHeader = req.headers['audit-id'];
   return {
     req,
     res,
@@ -46,6 +55,8 @@ export function newRequestContext(
     query: url.searchParams,
     info: requestInfo(req.method, url.pathname, url.searchParams),
     startMs: performance.now(),
+    receivedMicros: Math.round((performance.timeOrigin + performance.now()) * 1000),
+    auditId: typeof auditIdHeader === 'string' && auditIdHeader !== '' ? auditIdHeader : randomUUID(),
     warnings: [],
     metricResource: '',
     compression: options.compression,
@@ -115,6 +126,7 @@ export function respond(ctx: RequestContext, code: number, value: unknown, forma
     })();
   const pretty = ctx.query.get('pretty') === 'true' || ctx.query.get('pretty') === '1';
   const text = encodeResponse(ctx, chosen, value, pretty);
+  ctx.audit?.responseObject(code, value);
   setCommonHeaders(ctx);
   ctx.res.statusCode = code;
   ctx.res.setHeader('content-type', chosen.contentType);
@@ -139,6 +151,7 @@ export function respondText(
   text: string,
   contentType = 'text/plain; charset=utf-8',
 ): void {
+  ctx.audit?.responseBegins(code);
   setCommonHeaders(ctx);
   ctx.res.statusCode = code;
   ctx.res.setHeader('content-type', contentType);

@@ -216,6 +216,7 @@ export async function servePatch(
     type === 'apply-patch-cbor'
       ? decodeCborPatch(body)
       : decodeBody(type === 'apply-patch' ? 'apply-patch' : 'json', body.toString('utf8'));
+  ctx.audit?.requestPatch(decoded.value);
   if (apply) {
     await serveApply(ctx, registry, namespace, name, subresource, decoded, dryRun, admission);
     return;

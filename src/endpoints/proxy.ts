@@ -285,6 +285,7 @@ export async function serveProxy(
     if (value === undefined || droppedResponseHeaders.has(name) || connectionNamed.has(name)) continue;
     headers[name] = value;
   }
+  ctx.audit?.responseBegins(response.statusCode ?? 502);
   ctx.res.writeHead(response.statusCode ?? 502, headers);
   try {
     await pipeline(response, ctx.res);

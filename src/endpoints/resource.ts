@@ -161,10 +161,14 @@ export async function readTypedBody(
   const text = binary ? '' : body.toString('utf8');
   if (emptyAllowed && (binary ? body.length === 0 : text.trim() === ''))
     return { type, decoded: { value: undefined, duplicateFields: [] }, empty: true };
-  if (type === 'protobuf' && expected !== undefined)
-    return { type, decoded: decodeProtobufBody(groupDomain, body, expected), empty: false };
-  if (type === 'cbor') return { type, decoded: decodeCborBody(body, expected), empty: false };
-  return { type, decoded: decodeBody(type, text), empty: false };
+  const decoded =
+    type === 'protobuf' && expected !== undefined
+      ? decodeProtobufBody(groupDomain, body, expected)
+      : type === 'cbor'
+        ? decodeCborBody(body, expected)
+        : decodeBody(type, text);
+  ctx.audit?.requestObject(decoded.value);
+  return { type, decoded, empty: false };
 }
 
 /**

@@ -5,7 +5,7 @@ import { errors } from '../apimachinery/status.js';
 import type { Registries } from '../registry/index.js';
 import type { Handler } from '../filters/handler.js';
 import { deprecationWarning } from '../apimachinery/kind.js';
-import { respond, respondText, warningValue, type RequestContext } from './context.js';
+import { groupDomainOf, respond, respondText, warningValue, type RequestContext } from './context.js';
 import type { Discovery } from './discovery.js';
 import type { Health, HealthEndpoint } from './health.js';
 import type { OpenApi } from './openapi.js';
@@ -71,6 +71,10 @@ export function router(deps: RouterDeps): Handler {
       const deprecated = deprecationWarning(registry.decl, info.version, deps.release);
       if (deprecated !== undefined) {
         ctx.warnings.push(warningValue(deprecated.message));
+        // kube-apiserver's audit annotations of a deprecated version (`k8s.io/...` with --group-domain=k8s.io).
+        ctx.audit?.annotate(`${groupDomainOf(ctx)}/deprecated`, 'true');
+        if (deprecated.removedRelease !== '')
+          ctx.audit?.annotate(`${groupDomainOf(ctx)}/removed-release`, deprecated.removedRelease);
         deps.deprecatedRequested?.({
           group: info.group,
           version: info.version,

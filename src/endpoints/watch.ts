@@ -161,6 +161,7 @@ export async function serveWatch(
   );
   res.setHeader('cache-control', 'no-cache, private');
   if (ctx.warnings.length > 0) res.setHeader('warning', ctx.warnings);
+  ctx.audit?.responseBegins(200);
   res.writeHead(200);
   // HTTP/2 sends the headers on writeHead; HTTP/1.1 needs flushHeaders, or a quiet watch would look hung.
   (res as unknown as { flushHeaders?: () => void }).flushHeaders?.();

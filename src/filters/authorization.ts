@@ -4,7 +4,7 @@
 import { errors, type ApiError } from '../apimachinery/status.js';
 import { anonymousUser, type UserInfo } from '../auth/user.js';
 import { nonResourceAttributes, type Attributes, type Authorizer } from '../auth/authorizer.js';
-import type { RequestContext } from '../endpoints/context.js';
+import { groupDomainOf, type RequestContext } from '../endpoints/context.js';
 import type { Handler } from './handler.js';
 
 /** `metadata.name=X` (or `==`) in a list or watch's field selector names the object, as kube-apiserver's request
@@ -51,11 +51,20 @@ export function withAuthorization(next: Handler, authorizer: Authorizer): Handle
     const user = ctx.user ?? anonymousUser;
     const attributes = requestAttributes(ctx, user);
     const { decision, reason, error } = await authorizer.authorize(attributes);
+    // kube-apiserver's audit annotations of the decision (keys in the authorization group of the domain).
+    const group = `authorization.${groupDomainOf(ctx)}`;
     if (decision === 'allow') {
+      ctx.audit?.annotate(`${group}/decision`, 'allow');
+      ctx.audit?.annotate(`${group}/reason`, reason);
       await next(ctx);
       return;
     }
-    if (error !== undefined) throw errors.internal(error);
+    if (error !== undefined) {
+      ctx.audit?.annotate(`${group}/reason`, 'internal error');
+      throw errors.internal(error);
+    }
+    ctx.audit?.annotate(`${group}/decision`, 'forbid');
+    ctx.audit?.annotate(`${group}/reason`, reason);
     throw forbiddenError(attributes, reason);
   };
 }

@@ -11,6 +11,8 @@ import { withImpersonation } from './impersonation.js';
 import { withAuthorization } from './authorization.js';
 import type { Handler } from './handler.js';
 import { withInflightLimit } from './limits.js';
+import { withAudit, withAuditInit, withFailedAuthenticationAudit } from './audit.js';
+import type { Auditor } from '../audit/auditor.js';
 
 export interface ChainDeps {
   readonly logger: Logger;
@@ -21,6 +23,8 @@ export interface ChainDeps {
   readonly authenticationGroup: string;
   readonly maxRequestsInflight: number;
   readonly maxMutatingRequestsInflight: number;
+  /** Set when --audit-policy-file and --audit-log-path turn auditing on. */
+  readonly auditor?: Auditor;
 }
 
 function withLogAndMetrics(next: Handler, deps: ChainDeps): Handler {
@@ -73,11 +77,14 @@ export function buildChain(app: Handler, deps: ChainDeps): Handler {
     set: (kind, value) => deps.metrics.inflight.set({ request_kind: kind }, value),
   });
   handler = withImpersonation(handler, deps.authorizer, deps.authenticationGroup);
+  if (deps.auditor !== undefined) handler = withAudit(handler, deps.auditor);
   handler = withAuthentication(handler, deps.authenticator, {
     observe: (method, reasons) => {
       if (method === undefined) deps.logger.debug({ reasons }, 'unauthorized');
     },
   });
+  if (deps.auditor !== undefined) handler = withFailedAuthenticationAudit(handler, deps.auditor);
+  handler = withAuditInit(handler);
   handler = withLogAndMetrics(handler, deps);
   return handler;
 }

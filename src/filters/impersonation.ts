@@ -15,6 +15,7 @@ export function withImpersonation(
     const requests = impersonationRequests(ctx.req);
     if (requests.length > 0) {
       ctx.user = await impersonate(requests, ctx.user ?? anonymousUser, authorizer, authenticationGroup);
+      ctx.audit?.impersonatedUser(ctx.user);
     }
     await next(ctx);
   };

@@ -30,6 +30,8 @@ import {
   type AuthorizationFlags,
 } from './authorization-flags.js';
 // ---- end of authorization flags
+import { auditBoolFlags, auditFlagNames, auditUsage, parseAuditFlags } from './audit-flags.js';
+import type { AuditFlags } from '../audit/auditor.js';
 
 export interface ServeOptions {
   readonly bindAddress: string;
@@ -64,6 +66,8 @@ export interface ServeOptions {
   readonly apiEnablement: ApiEnablement;
   /** --show-hidden-metrics-for-version and --disabled-metrics (the metric life cycle). */
   readonly metrics: MetricLifecycleFlags;
+  /** --audit-policy-file and --audit-log-* (src/server/audit-flags.ts). */
+  readonly audit: AuditFlags;
   /** Set when the node is a member of a replicated cluster (--initial-cluster given). */
   readonly cluster?: ClusterServeOptions;
 }
@@ -94,7 +98,7 @@ flags:
                                          GROUP/VERSION[=BOOL], GROUP/VERSION/RESOURCE[=BOOL] (core group: /v1)
   --show-hidden-metrics-for-version V    also expose metrics hidden in this release (only the previous minor, 1.31)
   --disabled-metrics NAMES               metrics not to expose (comma-separated, repeatable)
-${authorizationUsage}${authenticationUsage}
+${authorizationUsage}${auditUsage}${authenticationUsage}
 ${clusterUsage}`;
 
 export { FlagError };
@@ -167,6 +171,7 @@ export function parseServeFlags(argv: readonly string[]): ServeOptions | 'help' 
     // Hidden, not in the usage: lets a test see periodic bookmarks without waiting a minute.
     'watch-bookmark-interval',
     ...authorizationFlagNames,
+    ...auditFlagNames,
     ...clusterFlagNames,
     ...authenticationFlagNames,
   ]);
@@ -181,7 +186,8 @@ export function parseServeFlags(argv: readonly string[]): ServeOptions | 'help' 
     const name = eq < 0 ? body : body.slice(0, eq);
     if (!known.has(name)) throw new FlagError(`unknown flag: --${name}`);
     let value: string | undefined = eq < 0 ? undefined : body.slice(eq + 1);
-    if (value === undefined && authenticationBoolFlags.has(name)) value = 'true';
+    if (value === undefined && (authenticationBoolFlags.has(name) || auditBoolFlags.has(name)))
+      value = 'true';
     if (value === undefined) {
       value = argv[i + 1];
       if (value === undefined) throw new FlagError(`flag needs an argument: --${name}`);
@@ -244,6 +250,7 @@ export function parseServeFlags(argv: readonly string[]): ServeOptions | 'help' 
     metrics: parseMetricFlags(get('show-hidden-metrics-for-version'), repeated.get('disabled-metrics') ?? []),
     authentication: parseAuthenticationFlags(get, (name) => repeated.get(name) ?? [], parseDuration),
     authorization: parseAuthorizationFlags(get, parseDuration),
+    audit: parseAuditFlags(get, domain),
     ...(cluster === undefined ? {} : { cluster }),
   };
 }

@@ -2,6 +2,7 @@
 // The `stoa` executable: one entry point, one function per subcommand.
 
 import { AbacPolicyError } from '../auth/abac.js';
+import { AuditPolicyError } from '../audit/policy.js';
 import { AuthorizationConfigError } from '../auth/authorization-config.js';
 import { FlagError, parseServeFlags, serveUsage } from './flags.js';
 import { startServer } from './server.js';
@@ -68,7 +69,8 @@ async function serve(argv: readonly string[]): Promise<number> {
     if (
       error instanceof AuthenticationConfigError ||
       error instanceof AuthorizationConfigError ||
-      error instanceof AbacPolicyError
+      error instanceof AbacPolicyError ||
+      error instanceof AuditPolicyError
     ) {
       process.stderr.write(`stoa serve: ${error.message}\n`);
       return 1;

@@ -16,6 +16,11 @@ export class Metrics {
   readonly watchers: Gauge<'verb' | 'group' | 'resource'>;
   readonly storeDuration: Histogram<'operation'>;
   readonly deprecatedApis: Gauge<'group' | 'version' | 'resource' | 'subresource' | 'removed_release'>;
+  /** kube-apiserver's audit metrics (all ALPHA). */
+  readonly auditEvents: Counter;
+  readonly auditErrors: Counter<'plugin'>;
+  readonly auditLevels: Counter<'level'>;
+  readonly auditRequestsRejected: Counter;
 
   constructor(flags: MetricLifecycleFlags = {}, release: ReleaseVersion = servedRelease) {
     this.lifecycle = new MetricLifecycle(this.registry, release, flags);
@@ -80,6 +85,45 @@ export class Metrics {
           labelNames: ['group', 'version', 'resource', 'subresource', 'removed_release'] as const,
         },
         stable,
+      ),
+    );
+    const alpha = { stabilityLevel: 'ALPHA' } as const;
+    this.auditEvents = new Counter(
+      this.lifecycle.declare(
+        {
+          name: 'apiserver_audit_event_total',
+          help: 'Counter of audit events generated and sent to the audit backend.',
+        },
+        alpha,
+      ),
+    );
+    this.auditErrors = new Counter(
+      this.lifecycle.declare(
+        {
+          name: 'apiserver_audit_error_total',
+          help: 'Counter of audit events that failed to be audited properly. Plugin identifies the plugin affected by the error.',
+          labelNames: ['plugin'] as const,
+        },
+        alpha,
+      ),
+    );
+    this.auditLevels = new Counter(
+      this.lifecycle.declare(
+        {
+          name: 'apiserver_audit_level_total',
+          help: 'Counter of policy levels for audit events (1 per request).',
+          labelNames: ['level'] as const,
+        },
+        alpha,
+      ),
+    );
+    this.auditRequestsRejected = new Counter(
+      this.lifecycle.declare(
+        {
+          name: 'apiserver_audit_requests_rejected_total',
+          help: 'Counter of apiserver requests rejected due to an error in audit logging backend.',
+        },
+        alpha,
       ),
     );
     // Process and runtime metrics, like the Go client's process_* and go_*: outside the life cycle, as there.

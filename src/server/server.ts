@@ -43,6 +43,7 @@ import { adminHandler } from '../endpoints/admin.js';
 import { ApiError, errors } from '../apimachinery/status.js';
 import type { AccessReviewer } from '../auth/access-review.js';
 import { ipString, parseCidr } from '../kinds/service/index.js';
+import { Auditor } from '../audit/auditor.js';
 
 const http2MaxStreamsPerConnection = 1000;
 
@@ -98,6 +99,19 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
     warn: (message, error) => logger.warn({ err: error }, message),
   });
   const metrics = new Metrics(options.metrics);
+  // A bad audit policy stops the start before the store opens; the log file is opened here too.
+  const auditor = await Auditor.create(
+    options.audit,
+    options.groupDomain,
+    (error) => logger.error({ err: error }, 'audit event not written'),
+    () => Math.round((performance.timeOrigin + performance.now()) * 1000),
+    {
+      level: (level) => metrics.auditLevels.inc({ level }),
+      event: () => metrics.auditEvents.inc(),
+      error: (plugin) => metrics.auditErrors.inc({ plugin }),
+      rejected: () => metrics.auditRequestsRejected.inc(),
+    },
+  );
   const { store: rawStore, replica, engine } = await openServerStore(options, logger);
   const store = metrics.instrument(rawStore);
   if (replica !== undefined) registerReplicaMetrics(metrics.lifecycle, replica);
@@ -231,6 +245,7 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
     authenticationGroup,
     maxRequestsInflight: options.maxRequestsInflight,
     maxMutatingRequestsInflight: options.maxMutatingRequestsInflight,
+    ...(auditor === undefined ? {} : { auditor }),
   });
 
   const server: Http2SecureServer = createSecureServer(
@@ -313,6 +328,7 @@ export async function startServer(options: ServeOptions, clock: Clock = systemCl
       authentication.close();
       registries.close();
       await store.close();
+      auditor?.close();
       logger.info('stopped');
       logger.flush();
     })();
