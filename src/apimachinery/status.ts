@@ -107,8 +107,32 @@ export function statusOf(error: ApiError): Status {
     status: 'Failure',
     message: error.message,
     ...(error.reason === 'Unknown' ? {} : { reason: error.reason }),
-    ...(error.details === undefined ? {} : { details: error.details }),
+    ...(error.details === undefined ? {} : { details: wireDetails(error.details) }),
     code: error.code,
+  };
+}
+
+/**
+ * Details as Go writes them: every field is omitempty, so a core-group resource's empty `group` (or an empty
+ * name, kind, uid or cause list) is left out, while the details object itself stays (`"details":{}`).
+ */
+function wireDetails(details: StatusDetails): StatusDetails {
+  const { name, group, kind, uid, causes, retryAfterSeconds } = details;
+  return {
+    ...(name === undefined || name === '' ? {} : { name }),
+    ...(group === undefined || group === '' ? {} : { group }),
+    ...(kind === undefined || kind === '' ? {} : { kind }),
+    ...(uid === undefined || uid === '' ? {} : { uid }),
+    ...(causes === undefined || causes.length === 0
+      ? {}
+      : {
+          causes: causes.map(({ reason, message, field }) => ({
+            ...(reason === undefined || reason === '' ? {} : { reason }),
+            ...(message === undefined || message === '' ? {} : { message }),
+            ...(field === undefined || field === '' ? {} : { field }),
+          })),
+        }),
+    ...(retryAfterSeconds === undefined || retryAfterSeconds === 0 ? {} : { retryAfterSeconds }),
   };
 }
 
