@@ -1,5 +1,6 @@
-// A child process for the crash test: appends entries one save at a time and prints each index once durable
-// (argv: DIR [SEGMENT_BYTES]).
+// A child process for the crash test: appends entries one save at a time and prints each index once durable,
+// with an unsynced commit-only hard state between them as a follower's Ready loop writes (argv: DIR
+// [SEGMENT_BYTES]).
 import { RaftLogStore } from '../../src/raftlog/store.js';
 import { logIndex, nodeId, term } from '../../src/util/brand.js';
 
@@ -14,4 +15,6 @@ for (let n = 0; n < 100_000; n++, index++) {
     hardState: { term: term(1), vote: nodeId(1), commit: logIndex(index) },
   });
   process.stdout.write(`${index}\n`);
+  // Not awaited before the next save is queued, as in the node; carried out by the next synced write.
+  void store.save({ hardState: { term: term(1), vote: nodeId(1), commit: logIndex(index) }, sync: false });
 }
