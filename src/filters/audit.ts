@@ -4,7 +4,7 @@
 // withFailedAuthenticationAudit (around authentication) writes the one ResponseStarted event of a 401.
 
 import { isIP } from 'node:net';
-import { ApiError, errors } from '../apimachinery/status.js';
+import { ApiError } from '../apimachinery/status.js';
 import { AuditRecorder, auditUserOf, type AuditEvent } from '../audit/event.js';
 import type { Auditor } from '../audit/auditor.js';
 import type { AuditLevel, AuditStage } from '../audit/policy.js';
@@ -12,7 +12,7 @@ import { AssertionError } from '../util/assert.js';
 import { tlsSocketOf } from '../auth/client-cert.js';
 import { anonymousUser } from '../auth/user.js';
 import type { Attributes } from '../auth/authorizer.js';
-import { respondError, type RequestContext } from '../endpoints/context.js';
+import { respondError, respondText, type RequestContext } from '../endpoints/context.js';
 import { isProxyRequest } from '../endpoints/proxy.js';
 import { requestAttributes } from './authorization.js';
 import type { Handler } from './handler.js';
@@ -73,6 +73,19 @@ function newEvent(ctx: RequestContext, attributes: Attributes, level: AuditLevel
   };
 }
 
+/** kube's responsewriters.InternalError body: `Internal Server Error: "URI": reason`, HTML-escaped. */
+function internalErrorText(requestURI: string, reason: string): string {
+  const escapes: Record<string, string> = {
+    '&': '&amp;',
+    '<': '&lt;',
+    '>': '&gt;',
+    '"': '&#34;',
+    "'": '&#39;',
+  };
+  const text = `Internal Server Error: ${JSON.stringify(requestURI)}: ${reason}`;
+  return `${text.replace(/[&<>"']/g, (c) => escapes[c] ?? c)}\n`;
+}
+
 /** kube's long-running requests here: watches and proxies; they get a ResponseStarted event. */
 function isLongRunning(ctx: RequestContext): boolean {
   const info = ctx.info;
@@ -106,9 +119,11 @@ export function withAudit(next: Handler, auditor: Auditor): Handler {
     const recorder = new AuditRecorder(event, config, isLongRunning(ctx) ? emit : undefined);
     ctx.audit = recorder;
     if (!auditor.emit(event, 'RequestReceived', config.omitStages)) {
+      // blocking-strict: kube answers with its plain-text internal error, not a Status.
       auditor.observer.rejected();
       delete ctx.audit;
-      throw errors.internal('failed to store audit event');
+      respondText(ctx, 500, internalErrorText(event.requestURI, 'failed to store audit event'));
+      return;
     }
     let failure: { error: unknown } | undefined;
     try {
@@ -175,9 +190,11 @@ export function withFailedAuthenticationAudit(next: Handler, auditor: Auditor): 
       const config = auditor.evaluate({ ...attributes, user: undefined });
       if (config.level === 'None') throw error;
       const event = newEvent(ctx, attributes, config.level);
-      respondError(ctx, error);
       event.responseStatus = { metadata: {}, message: attemptedMethods(ctx), code: 401 };
-      auditor.emit(event, 'ResponseStarted', config.omitStages);
+      // As kube 1.32: the 401's Status is logged as the response (it replaces the message above), and the
+      // event goes out when the response begins, as for a long-running request.
+      ctx.audit = new AuditRecorder(event, config, (stage) => auditor.emit(event, stage, config.omitStages));
+      respondError(ctx, error);
       throw error;
     }
   };

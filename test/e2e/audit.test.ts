@@ -9,6 +9,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { startTestServer, writeTemp, type TestServer } from './harness.js';
 import { ensureKubectl, kubectlOk } from '../support/kubectl.js';
 
@@ -220,7 +221,7 @@ test('an authorization denial is annotated forbid; impersonation logs both users
   assert.equal(asDone.annotations['authorization.k8s.io/decision'], 'forbid');
 });
 
-test('a failed authentication: one ResponseStarted event with 401 and the attempted method', async () => {
+test('a failed authentication: one ResponseStarted event with the 401 Status and no user', async () => {
   const r = await server.request('GET', '/api/v1/namespaces/default/pods', {
     anonymous: true,
     headers: { authorization: 'Bearer wrong', 'audit-id': 'unauthenticated' },
@@ -233,11 +234,15 @@ test('a failed authentication: one ResponseStarted event with 401 and the attemp
   assert.equal(events[0].stage, 'ResponseStarted');
   assert.deepEqual(events[0].user, {});
   assert.equal(events[0].verb, 'list');
+  // kube 1.32 starts from "Authentication failed, attempted: bearer" and logs the 401's Status over it.
   assert.deepEqual(events[0].responseStatus, {
     metadata: {},
-    message: 'Authentication failed, attempted: bearer',
+    status: 'Failure',
+    message: 'Unauthorized',
+    reason: 'Unauthorized',
     code: 401,
   });
+  assert.equal(events[0].responseObject, undefined, 'Metadata level');
 });
 
 test('a deprecated version: k8s.io/deprecated and k8s.io/removed-release annotations', async () => {
@@ -301,6 +306,42 @@ test('metrics: apiserver_audit_event_total and apiserver_audit_level_total count
     r.text,
     /^# HELP apiserver_audit_event_total \[ALPHA\] Counter of audit events generated and sent to the audit backend\.$/m,
   );
+});
+
+test('blocking-strict: a request whose RequestReceived event cannot be written is refused with 500', async (t) => {
+  if (!existsSync('/dev/full')) {
+    t.skip('no /dev/full (every write to it fails) on this system');
+    return;
+  }
+  const policyFile = await writeTemp(
+    dir,
+    'strict-policy.yaml',
+    'apiVersion: audit.svc.io/v1\nkind: Policy\nrules:\n  - level: None\n    nonResourceURLs: [/metrics]\n  - level: Metadata\n',
+  );
+  const strict = await startTestServer(
+    [
+      '--audit-policy-file',
+      policyFile,
+      '--audit-log-path',
+      '/dev/full',
+      '--audit-log-mode',
+      'blocking-strict',
+    ],
+    join(dir, 'strict-data'),
+  );
+  try {
+    const r = await strict.request('GET', '/api/v1/namespaces');
+    assert.equal(r.status, 500);
+    assert.equal(
+      r.text,
+      'Internal Server Error: &#34;/api/v1/namespaces&#34;: failed to store audit event\n',
+    );
+    const metrics = await strict.request('GET', '/metrics');
+    assert.match(metrics.text, /^apiserver_audit_requests_rejected_total 1$/m);
+    assert.match(metrics.text, /^apiserver_audit_error_total\{plugin="log"\} 1$/m);
+  } finally {
+    await strict.stop();
+  }
 });
 
 test('a bad policy file is refused at start, naming the file and the problem', async () => {
