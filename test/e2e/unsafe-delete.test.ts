@@ -103,6 +103,12 @@ test('gate off: reads of a corrupt object are 500 with the decoder error and no 
     }
     // The readable object is still served.
     assert.equal((await off.request('GET', cmPath('gate-off', 'good'))).status, 200);
+    const put = await off.request('PUT', cmPath('gate-off', 'bad'), {
+      body: { metadata: { name: 'bad' }, data: { k: 'w' } },
+    });
+    assert.equal(put.status, 500);
+    assert.equal(put.body.reason, undefined);
+    assert.equal(put.body.message, parseError());
     // With the gate off the option is dropped: the normal delete runs and fails on the read, and the companion
     // options are not checked against it.
     for (const query of [`?${option}=true`, `?${option}=true&dryRun=All`, '']) {
@@ -162,6 +168,14 @@ test('gate on: GET is the corrupt-object internal error, LIST is StorageReadErro
     // Another namespace's list does not see them; the readable object is still served.
     assert.equal((await on.request('GET', cmPath('default'))).status, 200);
     assert.equal((await on.request('GET', cmPath('reads', 'b'))).status, 200);
+    // An update reads through the storage layer, where kube never makes the error a Status.
+    const patch = await on.request('PATCH', cmPath('reads', 'a'), {
+      rawBody: '{"data":{"k":"w"}}',
+      headers: { 'content-type': 'application/merge-patch+json' },
+    });
+    assert.equal(patch.status, 500);
+    assert.equal(patch.body.reason, undefined);
+    assert.equal(patch.body.message, `object not decodable revision=${rev}: ${parseError()}`);
     const del = await on.request('DELETE', cmPath('reads', 'a'));
     assert.equal(del.status, 500);
     assert.match(del.body.message, /^Internal error occurred: StorageError: corrupt object/);
