@@ -185,6 +185,38 @@ test('gate on: GET is the corrupt-object internal error, LIST is StorageReadErro
   }
 });
 
+test('gate on: a LIST names at most 100 corrupt objects, then says the list is truncated', async () => {
+  await namespace(on, 'many');
+  const keys = Array.from({ length: 102 }, (_, i) => cmKey('many', `k${String(i).padStart(3, '0')}`));
+  try {
+    for (const key of keys) await client.put(key).value('garbage');
+    const list = await on.request(
+      'GET',
+      `${cmPath('many')}?resourceVersion=${await latestRevision()}&resourceVersionMatch=Exact`,
+    );
+    assert.equal(list.status, 500);
+    assert.equal(list.body.reason, 'StorageReadError');
+    const causes = list.body.details.causes as any[];
+    assert.equal(causes.length, 101);
+    assert.deepEqual(
+      causes.slice(0, 100).map((c) => c.field),
+      keys.slice(0, 100),
+    );
+    assert.deepEqual(causes[100], {
+      reason: 'FieldValueTooMany',
+      message: 'too many errors, the list is truncated',
+    });
+  } finally {
+    await client.delete().prefix(cmKey('many', ''));
+  }
+});
+
+/** The store's current revision, as a list of the namespaces reports it. */
+async function latestRevision(): Promise<string> {
+  const r = await on.request('GET', '/api/v1/namespaces');
+  return r.body.metadata.resourceVersion as string;
+}
+
 test('gate on: the option stands alone: each companion option is 422 naming it', async () => {
   await namespace(on, 'companions');
   await configMap(on, 'companions', 'x');
