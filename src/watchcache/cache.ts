@@ -266,11 +266,12 @@ export class WatchCache<T> {
    * and the window restarts here, as kube-apiserver's cacher does when it re-initializes.
    */
   private reset(to: Revision, batch: readonly CacheEvent<T>[]): void {
+    this.endWatchers();
+    // Listeners without a reset hook (the controllers) still see the changes that did decode; the window then
+    // restarts empty at `to`, whatever the batch's size.
+    this.advance(to, batch);
     this.events.length = 0;
     this.windowStart = to;
-    this.endWatchers();
-    // Listeners without a reset hook (the controllers) still see the changes that did decode.
-    this.advance(to, batch);
   }
 
   private endWatchers(): void {
