@@ -259,6 +259,23 @@ export class ResourceRegistry {
       : errors.undecodableObject500(error.detail);
   }
 
+  /**
+   * An update or patch reads through kube's storage layer directly, where a corrupt object is never turned into
+   * a Status: 500 without a reason, the (wrapped, with the gate on) decoder error as the message.
+   */
+  private decodeForUpdate(kv: KeyValue): ApiObject {
+    try {
+      return this.decodeStored(kv);
+    } catch (error) {
+      if (!(error instanceof UndecodableObject)) throw error;
+      throw errors.undecodableObject500(
+        this.deps.allowUnsafeMalformedObjectDeletion === true
+          ? `object not decodable revision=${error.modRevision}: ${error.detail}`
+          : error.detail,
+      );
+    }
+  }
+
   /** The fields a field selector can use, for one object. */
   fieldsOf(object: ApiObject): Record<string, string> {
     const out: Record<string, string> = { 'metadata.name': object.metadata.name ?? '' };
@@ -573,7 +590,7 @@ export class ResourceRegistry {
       const read = await this.deps.store.range({ key });
       const kv = read.kvs[0];
       if (kv === undefined) return onMissing();
-      const current = this.decode(kv);
+      const current = this.decodeForUpdate(kv);
       if (
         options.preconditionVersion !== undefined &&
         options.preconditionVersion !== '' &&

@@ -152,13 +152,15 @@ export class WatchCache<T> {
     const rev = result.header.revision;
     const batch: CacheEvent<T>[] = [];
     const seen = new Set<string>();
+    // An object that turned corrupt, or a corrupt key that went away, has no event: the watchers are ended.
+    let endWatchers = false;
     for (const kv of result.kvs) {
       seen.add(kv.key);
       const existing = this.objects.get(kv.key);
       if (existing !== undefined && existing.modRevision === kv.modRevision) continue;
       const object = this.tryDecode(kv, this.options.decode);
       if (object === undefined) {
-        this.objects.delete(kv.key);
+        if (this.objects.delete(kv.key)) endWatchers = true;
         continue;
       }
       this.objects.set(kv.key, { object, modRevision: kv.modRevision });
@@ -173,9 +175,14 @@ export class WatchCache<T> {
       this.objects.delete(key);
       batch.push({ type: 'DELETED', key, object: existing.object, previous: existing.object, revision: rev });
     }
-    for (const key of this.corrupt.keys()) if (!seen.has(key)) this.corrupt.delete(key);
+    for (const key of this.corrupt.keys()) {
+      if (seen.has(key)) continue;
+      this.corrupt.delete(key);
+      endWatchers = true;
+    }
     this.events.length = 0;
     this.windowStart = rev;
+    if (endWatchers) this.endWatchers();
     if (rev > this.current) this.advance(rev, batch);
     this.storeWatch = this.options.store.watch(
       { prefix: this.options.prefix },
@@ -259,13 +266,18 @@ export class WatchCache<T> {
    * and the window restarts here, as kube-apiserver's cacher does when it re-initializes.
    */
   private reset(to: Revision, batch: readonly CacheEvent<T>[]): void {
+    this.endWatchers();
+    // Listeners without a reset hook (the controllers) still see the changes that did decode; the window then
+    // restarts empty at `to`, whatever the batch's size.
+    this.advance(to, batch);
     this.events.length = 0;
     this.windowStart = to;
+  }
+
+  private endWatchers(): void {
     const ended = [...this.resetListeners];
     this.resetListeners.clear();
     for (const end of ended) end();
-    // Listeners without a reset hook (the controllers) still see the changes that did decode.
-    this.advance(to, batch);
   }
 
   /** Whether a key under `prefix` holds a value that does not decode (a corrupt object). */

@@ -103,6 +103,12 @@ test('gate off: reads of a corrupt object are 500 with the decoder error and no 
     }
     // The readable object is still served.
     assert.equal((await off.request('GET', cmPath('gate-off', 'good'))).status, 200);
+    const put = await off.request('PUT', cmPath('gate-off', 'bad'), {
+      body: { metadata: { name: 'bad' }, data: { k: 'w' } },
+    });
+    assert.equal(put.status, 500);
+    assert.equal(put.body.reason, undefined);
+    assert.equal(put.body.message, parseError());
     // With the gate off the option is dropped: the normal delete runs and fails on the read, and the companion
     // options are not checked against it.
     for (const query of [`?${option}=true`, `?${option}=true&dryRun=All`, '']) {
@@ -162,6 +168,14 @@ test('gate on: GET is the corrupt-object internal error, LIST is StorageReadErro
     // Another namespace's list does not see them; the readable object is still served.
     assert.equal((await on.request('GET', cmPath('default'))).status, 200);
     assert.equal((await on.request('GET', cmPath('reads', 'b'))).status, 200);
+    // An update reads through the storage layer, where kube never makes the error a Status.
+    const patch = await on.request('PATCH', cmPath('reads', 'a'), {
+      rawBody: '{"data":{"k":"w"}}',
+      headers: { 'content-type': 'application/merge-patch+json' },
+    });
+    assert.equal(patch.status, 500);
+    assert.equal(patch.body.reason, undefined);
+    assert.equal(patch.body.message, `object not decodable revision=${rev}: ${parseError()}`);
     const del = await on.request('DELETE', cmPath('reads', 'a'));
     assert.equal(del.status, 500);
     assert.match(del.body.message, /^Internal error occurred: StorageError: corrupt object/);
@@ -170,6 +184,38 @@ test('gate on: GET is the corrupt-object internal error, LIST is StorageReadErro
     await client.delete().key(cmKey('reads', 'c'));
   }
 });
+
+test('gate on: a LIST names at most 100 corrupt objects, then says the list is truncated', async () => {
+  await namespace(on, 'many');
+  const keys = Array.from({ length: 102 }, (_, i) => cmKey('many', `k${String(i).padStart(3, '0')}`));
+  try {
+    for (const key of keys) await client.put(key).value('garbage');
+    const list = await on.request(
+      'GET',
+      `${cmPath('many')}?resourceVersion=${await latestRevision()}&resourceVersionMatch=Exact`,
+    );
+    assert.equal(list.status, 500);
+    assert.equal(list.body.reason, 'StorageReadError');
+    const causes = list.body.details.causes as any[];
+    assert.equal(causes.length, 101);
+    assert.deepEqual(
+      causes.slice(0, 100).map((c) => c.field),
+      keys.slice(0, 100),
+    );
+    assert.deepEqual(causes[100], {
+      reason: 'FieldValueTooMany',
+      message: 'too many errors, the list is truncated',
+    });
+  } finally {
+    await client.delete().prefix(cmKey('many', ''));
+  }
+});
+
+/** The store's current revision, as a list of the namespaces reports it. */
+async function latestRevision(): Promise<string> {
+  const r = await on.request('GET', '/api/v1/namespaces');
+  return r.body.metadata.resourceVersion as string;
+}
 
 test('gate on: the option stands alone: each companion option is 422 naming it', async () => {
   await namespace(on, 'companions');
