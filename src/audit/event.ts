@@ -147,12 +147,6 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** Status details as Go writes them: empty strings (`group: ""` of the core group) are left out. */
-function withoutEmptyStrings(value: unknown): unknown {
-  if (!isRecord(value)) return value;
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== ''));
-}
-
 function withoutManagedFields(value: unknown): unknown {
   if (!isRecord(value)) return value;
   let out: Record<string, unknown> = value;
@@ -240,7 +234,8 @@ export class AuditRecorder {
         ...(typeof value.status === 'string' && value.status !== '' ? { status: value.status } : {}),
         ...(typeof value.message === 'string' && value.message !== '' ? { message: value.message } : {}),
         ...(typeof value.reason === 'string' && value.reason !== '' ? { reason: value.reason } : {}),
-        ...(value.details === undefined ? {} : { details: withoutEmptyStrings(value.details) }),
+        // Details are already as Go writes them (statusOf leaves empty fields out).
+        ...(value.details === undefined ? {} : { details: value.details }),
         code: value.code,
       };
     }
