@@ -42,7 +42,7 @@ import {
   type WatchOptions,
   type WatchResponse,
 } from '../storage/contract.js';
-import { Mvcc, writeBatch, type Db, type RevisionChanges } from '../storage/mvcc/mvcc.js';
+import { Mvcc, mvccDbOptions, writeBatch, type Db, type RevisionChanges } from '../storage/mvcc/mvcc.js';
 import { WatchHub } from '../storage/watch/hub.js';
 import { checkSpan, checkTxn } from '../storage/validate.js';
 import {
@@ -367,7 +367,7 @@ export class ReplicatedStore implements KVStore {
     const clusterId = clusterIdFromToken(options.clusterToken);
     await mkdir(options.dataDir, { recursive: true });
     const mvccDir = join(options.dataDir, 'mvcc');
-    const db = new ClassicLevel<Buffer, Buffer>(mvccDir, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+    const db = new ClassicLevel<Buffer, Buffer>(mvccDir, mvccDbOptions());
     // The MVCC LevelDB is opened first: its LOCK guards the whole data dir (the Raft log has no lock of its own
     // across processes), so a second process is refused before it reads or migrates anything.
     try {

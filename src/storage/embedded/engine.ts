@@ -25,7 +25,14 @@ import {
   type WatchOptions,
   type WatchResponse,
 } from '../contract.js';
-import { Mvcc, writeBatch, type Db, type MvccBatch, type RevisionChanges } from '../mvcc/mvcc.js';
+import {
+  Mvcc,
+  mvccDbOptions,
+  writeBatch,
+  type Db,
+  type MvccBatch,
+  type RevisionChanges,
+} from '../mvcc/mvcc.js';
 import { WatchHub } from '../watch/hub.js';
 import { checkSpan, checkTxn } from '../validate.js';
 
@@ -77,10 +84,7 @@ const readsAtRevision = (item: Pending): boolean =>
   );
 
 export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<EmbeddedStore> {
-  const db: Db = new ClassicLevel<Buffer, Buffer>(options.dataDir, {
-    keyEncoding: 'buffer',
-    valueEncoding: 'buffer',
-  });
+  const db: Db = new ClassicLevel<Buffer, Buffer>(options.dataDir, mvccDbOptions());
   try {
     await db.open();
   } catch (error) {
