@@ -25,6 +25,7 @@ import { logIndex, nodeId, term } from '../util/brand.js';
 import { assert } from '../util/assert.js';
 import { StorageError } from '../storage/contract.js';
 import type { LoadedLog, NodeIdentity, PersistedEntry, PersistedSnapshot, SaveRequest } from './types.js';
+import { appendStart } from './types.js';
 
 /** The format this code writes; a directory with a higher one is refused. */
 export const levelDbRaftLogFormat = 1;
@@ -191,13 +192,8 @@ export class LevelDbRaftLog {
     }
     const entries = request.entries ?? [];
     if (entries.length > 0) {
-      const first = (entries[0] as PersistedEntry).index;
-      assert(
-        first > snapshotIndex && first <= lastIndex + 1,
-        `append at ${first} leaves a gap after ${lastIndex}`,
-      );
-      entries.forEach((entry, offset) => {
-        assert(entry.index === first + offset, 'entries to save must be contiguous');
+      const first = appendStart(entries, snapshotIndex, lastIndex);
+      entries.forEach((entry) => {
         batch.put(
           entryKey(entry.index),
           encodeRecord({ term: entry.term, type: entry.type, data: entry.data }),

@@ -51,6 +51,7 @@ import type {
   PersistedSnapshot,
   SaveRequest,
 } from './types.js';
+import { appendStart } from './types.js';
 import { LevelDbRaftLog } from './leveldb-log.js';
 
 export type {
@@ -628,15 +629,8 @@ export class RaftLogStore {
     }
     const entries = request.entries ?? [];
     if (entries.length > 0) {
-      const first = (entries[0] as PersistedEntry).index;
-      assert(
-        first > snapshotIndex && first <= lastIndex + 1,
-        `append at ${first} leaves a gap after ${lastIndex}`,
-      );
-      entries.forEach((entry, offset) => {
-        assert(entry.index === first + offset, 'entries to save must be contiguous');
-        writer.add(RecordType.entry, entryValue(entry));
-      });
+      const first = appendStart(entries, snapshotIndex, lastIndex);
+      for (const entry of entries) writer.add(RecordType.entry, entryValue(entry));
       lastIndex = logIndex(first + entries.length - 1);
     }
     if (request.hardState !== undefined) writer.add(RecordType.hardState, hardStateValue(request.hardState));

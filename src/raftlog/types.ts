@@ -2,6 +2,7 @@
 // depends on no core internals), shared by the segment WAL (store.ts) and the legacy LevelDB log.
 
 import type { LogIndex, NodeId, Term } from '../util/brand.js';
+import { assert } from '../util/assert.js';
 
 export interface PersistedEntry {
   readonly term: Term;
@@ -58,4 +59,24 @@ export interface SaveRequest {
    * a commit index lost in a crash is learned again from the leader.
    */
   readonly sync?: boolean;
+}
+
+/**
+ * Checks entries to append against a log holding (snapshotIndex, lastIndex]: contiguous, after the snapshot and
+ * leaving no gap (the first may overwrite: Raft truncates a conflicting suffix). Returns the first index.
+ */
+export function appendStart(
+  entries: readonly PersistedEntry[],
+  snapshotIndex: number,
+  lastIndex: number,
+): number {
+  const first = (entries[0] as PersistedEntry).index;
+  assert(
+    first > snapshotIndex && first <= lastIndex + 1,
+    `append at ${first} leaves a gap after ${lastIndex}`,
+  );
+  entries.forEach((entry, offset) => {
+    assert(entry.index === first + offset, 'entries to save must be contiguous');
+  });
+  return first;
 }

@@ -4,28 +4,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { encodeWalRecord, RaftLogStore, RecordType, type PersistedEntry } from '../../src/raftlog/store.js';
+import { encodeWalRecord, RaftLogStore, RecordType } from '../../src/raftlog/store.js';
 import { logIndex, nodeId, term } from '../../src/util/brand.js';
 import { StorageError } from '../../src/storage/contract.js';
-
-async function tempDir(t: { after: (fn: () => Promise<void>) => void }): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'stoa-raftlog-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
-
-const entry = (index: number, entryTerm: number, text = `e${index}t${entryTerm}`): PersistedEntry => ({
-  index: logIndex(index),
-  term: term(entryTerm),
-  type: 'normal',
-  data: Buffer.from(text),
-});
-const summary = (entries: readonly PersistedEntry[]) =>
-  entries.map((e) => `${e.index}:${e.term}:${Buffer.from(e.data).toString()}`);
+import { entry, summary, tempDir } from './support.js';
 
 test('entries and hard state survive a reopen; a conflicting suffix is replaced', async (t) => {
   const dir = await tempDir(t);

@@ -4,37 +4,14 @@
 // save/snapshot/reopen sequences match an in-memory model.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { RaftLogStore, type PersistedEntry, type PersistedSnapshot } from '../../src/raftlog/store.js';
+import { RaftLogStore, type PersistedEntry } from '../../src/raftlog/store.js';
 import { LevelDbRaftLog } from '../../src/raftlog/leveldb-log.js';
 import { logIndex, nodeId, term } from '../../src/util/brand.js';
 import { StorageError } from '../../src/storage/contract.js';
-
-async function tempDir(t: { after: (fn: () => Promise<void>) => void }): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'stoa-wal-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
-
-const entry = (index: number, entryTerm: number, text = `e${index}t${entryTerm}`): PersistedEntry => ({
-  index: logIndex(index),
-  term: term(entryTerm),
-  type: 'normal',
-  data: Buffer.from(text),
-});
-const summary = (entries: readonly PersistedEntry[]) =>
-  entries.map((e) => `${e.index}:${e.term}:${Buffer.from(e.data).toString()}`);
-const snapshotAt = (index: number, snapshotTerm = 1): PersistedSnapshot => ({
-  metadata: {
-    index: logIndex(index),
-    term: term(snapshotTerm),
-    confState: { voters: [nodeId(1)], learners: [] },
-  },
-  data: new Uint8Array(0),
-});
+import { entry, snapshotAt, summary, tempDir } from './support.js';
 
 async function segments(dir: string): Promise<string[]> {
   return (await readdir(dir)).filter((name) => name.endsWith('.wal')).sort();
@@ -48,7 +25,7 @@ function recordsEnd(bytes: Buffer): number {
 }
 
 test('a torn last write is cut off at every byte offset; a garbage or zero tail is dropped', async (t) => {
-  const dir = await tempDir(t);
+  const dir = await tempDir(t, 'stoa-wal-');
   const segmentBytes = 64 * 1024;
   const { store } = await RaftLogStore.open(dir, { segmentBytes });
   for (let i = 1; i <= 5; i++) await store.save({ entries: [entry(i, 1)] });
@@ -66,7 +43,7 @@ test('a torn last write is cut off at every byte offset; a garbage or zero tail 
   assert.ok(after > before + 300);
 
   const check = async (bytes: Buffer, expectLast: number, why: string): Promise<void> => {
-    const copy = await tempDir(t);
+    const copy = await tempDir(t, 'stoa-wal-');
     await writeFile(join(copy, name), bytes);
     const { store: reopened, loaded } = await RaftLogStore.open(copy, { segmentBytes });
     try {
@@ -105,7 +82,7 @@ test('a torn last write is cut off at every byte offset; a garbage or zero tail 
 });
 
 test('damage followed by valid records, or in an earlier segment, is Corrupt naming file and offset', async (t) => {
-  const dir = await tempDir(t);
+  const dir = await tempDir(t, 'stoa-wal-');
   const segmentBytes = 1024;
   const { store } = await RaftLogStore.open(dir, { segmentBytes });
   for (let i = 1; i <= 150; i++) await store.save({ entries: [entry(i, 1, `payload-${i}`)] });
@@ -151,7 +128,7 @@ test('damage followed by valid records, or in an earlier segment, is Corrupt nam
 });
 
 test('segments rotate, are removed after an own snapshot (never the last), and reopen correctly', async (t) => {
-  const dir = await tempDir(t);
+  const dir = await tempDir(t, 'stoa-wal-');
   const segmentBytes = 1024;
   const { store } = await RaftLogStore.open(dir, { segmentBytes });
   await store.saveIdentity({ clusterId: 'c', nodeId: nodeId(1), name: 'n1' });
@@ -209,7 +186,7 @@ test('segments rotate, are removed after an own snapshot (never the last), and r
 });
 
 test('a snapshot from the leader replaces a rotated log; a conflicting suffix across segments is replaced', async (t) => {
-  const dir = await tempDir(t);
+  const dir = await tempDir(t, 'stoa-wal-');
   const segmentBytes = 1024;
   const { store } = await RaftLogStore.open(dir, { segmentBytes });
   for (let i = 1; i <= 50; i++) await store.save({ entries: [entry(i, 1)] });
@@ -232,7 +209,7 @@ test('a snapshot from the leader replaces a rotated log; a conflicting suffix ac
 });
 
 test('a segment started but never written (a crash during rotation) is dropped on open', async (t) => {
-  const dir = await tempDir(t);
+  const dir = await tempDir(t, 'stoa-wal-');
   const segmentBytes = 1024;
   const { store } = await RaftLogStore.open(dir, { segmentBytes });
   for (let i = 1; i <= 40; i++) await store.save({ entries: [entry(i, 1)] });
@@ -254,7 +231,7 @@ test('a segment started but never written (a crash during rotation) is dropped o
 });
 
 test('a missing middle segment is Corrupt', async (t) => {
-  const dir = await tempDir(t);
+  const dir = await tempDir(t, 'stoa-wal-');
   const { store } = await RaftLogStore.open(dir, { segmentBytes: 1024 });
   for (let i = 1; i <= 150; i++) await store.save({ entries: [entry(i, 1)] });
   await store.close();
@@ -284,7 +261,7 @@ async function writeLegacy(dir: string): Promise<void> {
 }
 
 test('the LevelDB log of earlier versions is migrated, also after a crash between the steps', async (t) => {
-  const root = await tempDir(t);
+  const root = await tempDir(t, 'stoa-wal-');
   const legacy = join(root, 'raft');
   await writeLegacy(legacy);
   const expected = await LevelDbRaftLog.open(legacy);
@@ -319,7 +296,7 @@ test('the LevelDB log of earlier versions is migrated, also after a crash betwee
   await store.close();
 
   // A clean migration in one go.
-  const root2 = await tempDir(t);
+  const root2 = await tempDir(t, 'stoa-wal-');
   await writeLegacy(join(root2, 'raft'));
   const once = await RaftLogStore.open(join(root2, 'raft-wal'), { legacyDir: join(root2, 'raft') });
   await once.store.close();
@@ -331,7 +308,7 @@ test('the LevelDB log of earlier versions is migrated, also after a crash betwee
 });
 
 test('segments are preallocated with zeros, and a prepared next segment is used at rotation', async (t) => {
-  const dir = await tempDir(t);
+  const dir = await tempDir(t, 'stoa-wal-');
   const segmentBytes = 8192;
   const { store } = await RaftLogStore.open(dir, { segmentBytes });
   t.after(() => store.close());
@@ -381,7 +358,7 @@ const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
 );
 
 test('random save, snapshot, reopen and torn-tail sequences match an in-memory model', async (t) => {
-  const root = await tempDir(t);
+  const root = await tempDir(t, 'stoa-wal-');
   let run = 0;
   await fc.assert(
     fc.asyncProperty(fc.array(opArbitrary, { minLength: 5, maxLength: 60 }), async (ops) => {
@@ -474,7 +451,7 @@ test('random save, snapshot, reopen and torn-tail sequences match an in-memory m
 });
 
 test('a file cut short of its preallocated size still opens and appends', async (t) => {
-  const dir = await tempDir(t);
+  const dir = await tempDir(t, 'stoa-wal-');
   const { store } = await RaftLogStore.open(dir, { segmentBytes: 4096 });
   for (let i = 1; i <= 3; i++) await store.save({ entries: [entry(i, 1)] });
   await store.close();
@@ -492,7 +469,7 @@ test('a file cut short of its preallocated size still opens and appends', async 
 });
 
 test('unsynced hard states are written with the next synced save, or at close (even into a new segment)', async (t) => {
-  const dir = await tempDir(t);
+  const dir = await tempDir(t, 'stoa-wal-');
   const segmentBytes = 512;
   const { store } = await RaftLogStore.open(dir, { segmentBytes });
   await store.save({ entries: [entry(1, 1)] });

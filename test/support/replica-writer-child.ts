@@ -6,6 +6,7 @@
 // Runs until killed. Usage: node replica-writer-child.js CONFIG.json [--block start|synced]
 import { readFile } from 'node:fs/promises';
 import { ReplicatedStore, type ReplicaOptions } from '../../src/replica/engine.js';
+import { writeAndAcknowledge } from './ack-writer.js';
 
 export interface ReplicaWriterConfig {
   readonly replica: Omit<ReplicaOptions, 'logger' | 'random' | 'onFatal' | 'snapshotHook'>;
@@ -37,18 +38,5 @@ const store = await ReplicatedStore.open({
 });
 process.stdout.write('ready\n');
 const value = Buffer.alloc(256, 'x');
-await Promise.all(
-  Array.from({ length: 8 }, async (_, w) => {
-    // Bounded: the parent kills us long before this ends.
-    for (let i = 0; i < 100_000; i++) {
-      const key = `${config.prefix}w${w}/${i}`;
-      const result = await store.txn({
-        compare: [],
-        success: [{ type: 'put', key, value: Buffer.concat([Buffer.from(key), value]) }],
-        failure: [],
-      });
-      process.stdout.write(`ack ${key} ${result.header.revision}\n`);
-    }
-  }),
-);
+await writeAndAcknowledge(store, 8, config.prefix, value);
 await store.close();

@@ -2,6 +2,7 @@
 // prints "ack <key> <revision>" for each write only after the engine acknowledged it. Runs until killed.
 // Usage: node writer-child.js DATA_DIR
 import { openEmbeddedStore } from '../../src/storage/embedded/engine.js';
+import { writeAndAcknowledge } from './ack-writer.js';
 
 const dataDir = process.argv[2];
 if (dataDir === undefined) throw new Error('usage: writer-child DATA_DIR');
@@ -9,18 +10,5 @@ const store = await openEmbeddedStore({ dataDir, retentionMs: 0 });
 process.stdout.write('ready\n');
 const writers = 16;
 const value = Buffer.alloc(512, 'x');
-await Promise.all(
-  Array.from({ length: writers }, async (_, w) => {
-    // Bounded: the parent kills us long before this ends.
-    for (let i = 0; i < 100_000; i++) {
-      const key = `/durable/w${w}/${i}`;
-      const result = await store.txn({
-        compare: [],
-        success: [{ type: 'put', key, value: Buffer.concat([Buffer.from(key), value]) }],
-        failure: [],
-      });
-      process.stdout.write(`ack ${key} ${result.header.revision}\n`);
-    }
-  }),
-);
+await writeAndAcknowledge(store, writers, '/durable/', value);
 await store.close();
