@@ -70,16 +70,16 @@ describe('resolving --runtime-config', () => {
   });
 });
 
+/** A server with Kubernetes' group names and this --runtime-config (kubectl ready too). */
+async function startWithRuntimeConfig(runtimeConfig: string): Promise<TestServer> {
+  ensureKubectl();
+  return startTestServer(['--group-domain', 'k8s.io', '--runtime-config', runtimeConfig]);
+}
+
 describe('a server with apps/v1 and configmaps disabled', () => {
   let server: TestServer;
   before(async () => {
-    ensureKubectl();
-    server = await startTestServer([
-      '--group-domain',
-      'k8s.io',
-      '--runtime-config',
-      'apps/v1=false,/v1/configmaps=false',
-    ]);
+    server = await startWithRuntimeConfig('apps/v1=false,/v1/configmaps=false');
   });
   after(async () => server?.stop());
 
@@ -122,13 +122,9 @@ describe('a server with apps/v1 and configmaps disabled', () => {
 describe('a deprecated beta version turned on (authentication.k8s.io/v1beta1 SelfSubjectReview)', () => {
   let server: TestServer;
   before(async () => {
-    ensureKubectl();
-    server = await startTestServer([
-      '--group-domain',
-      'k8s.io',
-      '--runtime-config',
+    server = await startWithRuntimeConfig(
       'authentication.k8s.io/v1=false,authentication.k8s.io/v1beta1=true',
-    ]);
+    );
   });
   after(async () => server?.stop());
 

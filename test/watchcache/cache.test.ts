@@ -8,7 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openStore } from '../../src/storage/index.js';
-import type { KeyValue } from '../../src/storage/contract.js';
+import type { KeyValue, KVStore } from '../../src/storage/contract.js';
 import { revision } from '../../src/util/brand.js';
 import { systemClock } from '../../src/util/clock.js';
 import { WaitTimeout, WatchCache, type CacheEvent } from '../../src/watchcache/cache.js';
@@ -16,8 +16,12 @@ import { WaitTimeout, WatchCache, type CacheEvent } from '../../src/watchcache/c
 const text = (kv: KeyValue): string => new TextDecoder().decode(kv.value);
 const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
 
-test('load, follow, window, replay, wait', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'stoa-cache-'));
+/** An embedded store in a temp dir removed after the test, and a put answering its revision. */
+async function embeddedStore(
+  t: { after: (fn: () => Promise<void>) => void },
+  prefix: string,
+): Promise<{ store: KVStore; put: (key: string, value: string) => Promise<number> }> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
   const store = await openStore({ engine: 'embedded', dataDir: dir, retentionMs: 0 });
   t.after(async () => {
     await store.close();
@@ -26,6 +30,11 @@ test('load, follow, window, replay, wait', async (t) => {
   const put = async (key: string, value: string): Promise<number> =>
     (await store.txn({ compare: [], success: [{ type: 'put', key, value: enc(value) }], failure: [] })).header
       .revision;
+  return { store, put };
+}
+
+test('load, follow, window, replay, wait', async (t) => {
+  const { store, put } = await embeddedStore(t, 'stoa-cache-');
   await put('/p/a', 'a1');
   await put('/other/x', 'x');
   const cache = await WatchCache.start<string>({
@@ -85,15 +94,7 @@ test('load, follow, window, replay, wait', async (t) => {
 });
 
 test('corrupt values (decode throws) are kept aside: loaded, written and deleted ones reset the watchers', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'stoa-cache-corrupt-'));
-  const store = await openStore({ engine: 'embedded', dataDir: dir, retentionMs: 0 });
-  t.after(async () => {
-    await store.close();
-    await rm(dir, { recursive: true, force: true });
-  });
-  const put = async (key: string, value: string): Promise<number> =>
-    (await store.txn({ compare: [], success: [{ type: 'put', key, value: enc(value) }], failure: [] })).header
-      .revision;
+  const { store, put } = await embeddedStore(t, 'stoa-cache-corrupt-');
   const del = async (key: string): Promise<number> =>
     (await store.txn({ compare: [], success: [{ type: 'delete', span: { key } }], failure: [] })).header
       .revision;
