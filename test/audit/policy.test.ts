@@ -11,6 +11,7 @@ import {
   type PolicyAttributes,
 } from '../../src/audit/policy.js';
 import type { UserInfo } from '../../src/auth/user.js';
+import { nonResourceAttributes } from '../../src/auth/authorizer.js';
 
 const alice: UserInfo = { name: 'alice', uid: '', groups: ['dev', 'system:authenticated'], extra: {} };
 const bob: UserInfo = { name: 'bob', uid: '', groups: ['ops', 'system:authenticated'], extra: {} };
@@ -36,20 +37,8 @@ function resource(
   };
 }
 
-function nonResource(user: UserInfo | undefined, path: string): PolicyAttributes {
-  return {
-    user,
-    verb: 'get',
-    isResourceRequest: false,
-    path,
-    apiGroup: '',
-    apiVersion: '',
-    resource: '',
-    subresource: '',
-    namespace: '',
-    name: '',
-  };
-}
+const nonResource = (user: UserInfo, path: string): PolicyAttributes =>
+  nonResourceAttributes(user, 'get', path);
 
 const policy = parseAuditPolicy(
   `apiVersion: audit.k8s.io/v1

@@ -7,8 +7,9 @@ import { tempDir } from '../support/tmp.js';
 
 const b = (s: string): Buffer => Buffer.from(s, 'utf8');
 
-test('writeBatch applies every put and delete, in order, as one batch', async (t) => {
-  const dir = await tempDir('write-batch');
+/** A LevelDB in a temp dir, closed and removed after the test. */
+async function openDb(t: { after: (fn: () => Promise<void>) => void }, name: string): Promise<Db> {
+  const dir = await tempDir(name);
   t.after(() => dir.remove());
   const db: Db = new ClassicLevel<Buffer, Buffer>(dir.path, {
     keyEncoding: 'buffer',
@@ -16,6 +17,11 @@ test('writeBatch applies every put and delete, in order, as one batch', async (t
   });
   await db.open();
   t.after(() => db.close());
+  return db;
+}
+
+test('writeBatch applies every put and delete, in order, as one batch', async (t) => {
+  const db = await openDb(t, 'write-batch');
   await db.put(b('gone'), b('x'));
   const ops: BatchOp[] = [
     { type: 'put', key: b('a'), value: b('1') },
@@ -31,14 +37,7 @@ test('writeBatch applies every put and delete, in order, as one batch', async (t
 });
 
 test('writeBatch with an invalid op throws and writes none of the batch', async (t) => {
-  const dir = await tempDir('write-batch-bad');
-  t.after(() => dir.remove());
-  const db: Db = new ClassicLevel<Buffer, Buffer>(dir.path, {
-    keyEncoding: 'buffer',
-    valueEncoding: 'buffer',
-  });
-  await db.open();
-  t.after(() => db.close());
+  const db = await openDb(t, 'write-batch-bad');
   const ops = [
     { type: 'put', key: b('first'), value: b('1') },
     { type: 'put', key: null as unknown as Buffer, value: b('2') },
