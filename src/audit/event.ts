@@ -4,6 +4,7 @@
 
 import type { UserInfo } from '../auth/user.js';
 import { levelAtLeast, type AuditLevel, type AuditStage, type RequestAuditConfig } from './policy.js';
+import { isRecord } from '../util/record.js';
 
 export interface AuditUser {
   username?: string;
@@ -141,10 +142,6 @@ export function auditUserOf(user: UserInfo): AuditUser {
     groups: [...user.groups],
     ...(Object.keys(extra).length === 0 ? {} : { extra }),
   };
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function withoutManagedFields(value: unknown): unknown {

@@ -5,6 +5,7 @@
 import { parse as parseYaml } from 'yaml';
 import type { Attributes } from '../auth/authorizer.js';
 import type { UserInfo } from '../auth/user.js';
+import { isRecord } from '../util/record.js';
 
 export const auditLevels = ['None', 'Metadata', 'Request', 'RequestResponse'] as const;
 export type AuditLevel = (typeof auditLevels)[number];
@@ -55,12 +56,6 @@ export type PolicyAttributes = Omit<Attributes, 'user'> & { readonly user: UserI
 /** A policy file that cannot be used: the message names the problem as kube-apiserver does. */
 export class AuditPolicyError extends Error {
   override readonly name = 'AuditPolicyError';
-}
-
-type Rec = Record<string, unknown>;
-
-function isRecord(value: unknown): value is Rec {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** Field errors are collected with kube's field paths and joined as its aggregate error does. */

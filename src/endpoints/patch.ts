@@ -18,6 +18,7 @@ import { errors, type FieldError } from '../apimachinery/status.js';
 import type { ResourceRegistry, Subresource, TrackFields, WriteAdmission } from '../registry/store.js';
 import { assert, unreachable } from '../util/assert.js';
 import { respond, warningValue, type RequestContext } from './context.js';
+import { isRecord } from '../util/record.js';
 
 export type FieldValidation = 'Ignore' | 'Warn' | 'Strict';
 
@@ -148,10 +149,6 @@ export function checkFields(
   if (problems.length === 0 || mode === 'Ignore') return;
   if (mode === 'Strict') throw errors.badRequest(`strict decoding error: ${problems.join(', ')}`);
   for (const p of problems) ctx.warnings.push(warningValue(p));
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 /** The patch types a kind takes: strategic merge patch only where the kind declares its strategies. */

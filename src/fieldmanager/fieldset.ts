@@ -5,6 +5,8 @@
 // `i:<index>`. A set holds member paths; a path can be a member and also have members beneath it (FieldsV1
 // then writes `".": {}` inside it).
 
+import { isRecord } from '../util/record.js';
+
 export type PathElement = string;
 export type FieldPath = readonly PathElement[];
 
@@ -162,10 +164,6 @@ export class FieldSet {
     const out = new FieldSet();
     return fill(out, value) ? out : undefined;
   }
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 function fill(set: FieldSet, value: unknown): boolean {

@@ -10,6 +10,7 @@ import { errors, type StatusCause } from '../apimachinery/status.js';
 import { FieldSet, pathString, type FieldPath } from './fieldset.js';
 import { goView, type GoType } from './goview.js';
 import { compare, merge, removeAt, toFieldSet, valueAt } from './typed.js';
+import { isRecord } from '../util/record.js';
 
 export type Operation = 'Apply' | 'Update';
 
@@ -30,10 +31,6 @@ function sameManager(a: ManagedEntry, b: Omit<ManagedEntry, 'time' | 'set'>): bo
     a.subresource === b.subresource &&
     (a.operation === 'Apply' || a.apiVersion === b.apiVersion)
   );
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 /** Reads managedFields; undefined when any entry is malformed (as kube-apiserver's decoder refuses it). */

@@ -36,6 +36,7 @@ import {
   timestamp,
   UndecodableObject,
 } from './objects.js';
+import { isRecord } from '../util/record.js';
 
 /** How long a read waits for the cache to reach a requested resourceVersion before 504. */
 export const resourceVersionWaitMs = 3000;
@@ -894,11 +895,11 @@ function restorePath(object: ApiObject, old: ApiObject, path: readonly string[])
   const last = path.at(-1);
   if (last === undefined) return;
   let from: unknown = old;
-  for (const part of path) from = isPlainRecord(from) ? from[part] : undefined;
+  for (const part of path) from = isRecord(from) ? from[part] : undefined;
   let into: Record<string, unknown> = object;
   for (const part of path.slice(0, -1)) {
     const child = into[part];
-    if (!isPlainRecord(child)) {
+    if (!isRecord(child)) {
       if (from === undefined) return;
       into[part] = {};
     }
@@ -906,8 +907,4 @@ function restorePath(object: ApiObject, old: ApiObject, path: readonly string[])
   }
   if (from === undefined) delete into[last];
   else into[last] = clone(from);
-}
-
-function isPlainRecord(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }

@@ -1,0 +1,5 @@
+// A plain JSON-like object: not null, not an array.
+
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
