@@ -245,7 +245,7 @@ export function parseServeFlags(argv: readonly string[]): ServeOptions | 'help' 
       : { watchBookmarkIntervalMs: positiveDuration(bookmarkInterval, 'watch-bookmark-interval') }),
     apiEnablement: ApiEnablement.resolve(
       parseRuntimeConfig(repeated.get('runtime-config') ?? []),
-      builtinKinds({ groupDomain: domain, serviceClusterIpRange: '10.0.0.0/24' }), // the groups and versions only,
+      () => builtinKinds({ groupDomain: domain, serviceClusterIpRange: '10.0.0.0/24' }), // only groups and versions are read
     ),
     metrics: parseMetricFlags(get('show-hidden-metrics-for-version'), repeated.get('disabled-metrics') ?? []),
     authentication: parseAuthenticationFlags(get, (name) => repeated.get(name) ?? [], parseDuration),

@@ -78,22 +78,20 @@ export class ApiEnablement {
 
   /**
    * Checks the pairs against the kinds this server knows and resolves them, or throws a FlagError with
-   * kube-apiserver's message.
+   * kube-apiserver's message. The kinds are built only when there are pairs to check.
    */
-  static resolve(pairs: ReadonlyMap<string, string>, kinds: readonly KindDeclaration[]): ApiEnablement {
+  static resolve(pairs: ReadonlyMap<string, string>, kinds: () => readonly KindDeclaration[]): ApiEnablement {
     if (pairs.size === 0) return ApiEnablement.defaults;
     if (pairs.size === 1 && pairs.get('api/all') === 'false') {
       throw new FlagError('invalid key with only api/all=false');
     }
-    const groups = servedGroups(kinds);
+    const groups = servedGroups(kinds());
     const unknownGroups: string[] = [];
     for (const key of pairs.keys()) {
       if (isLevelKey(key)) continue;
       const tokens = key.split('/');
-      if (
-        (tokens.length !== 2 && tokens.length !== 3) ||
-        !validGroupVersion(tokens[0] ?? '', tokens[1] ?? '')
-      ) {
+      // As schema.ParseGroupVersion: a group (empty for the core group) and a non-empty version.
+      if ((tokens.length !== 2 && tokens.length !== 3) || (tokens[1] ?? '') === '') {
         throw new FlagError(`runtime-config invalid key ${key}`);
       }
       const group = tokens[0] ?? '';
@@ -165,9 +163,4 @@ export class ApiEnablement {
 /** Stable versions are on by default; alpha and (post-1.22) beta versions off. */
 function levelDefault(version: string): boolean {
   return levelMatches['api/ga'](version);
-}
-
-/** schema.ParseGroupVersion for a two-part key: a group (possibly empty only as the core group) and a version. */
-function validGroupVersion(group: string, version: string): boolean {
-  return version !== '' && !group.includes('/') && (group !== '' || version !== '');
 }

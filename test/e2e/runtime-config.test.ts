@@ -13,7 +13,7 @@ import { FlagError } from '../../src/server/flags.js';
 
 const kinds = builtinKinds({ groupDomain: 'k8s.io', serviceClusterIpRange: '10.0.0.0/24' });
 const resolve = (...values: string[]): ApiEnablement =>
-  ApiEnablement.resolve(parseRuntimeConfig(values), kinds);
+  ApiEnablement.resolve(parseRuntimeConfig(values), () => kinds);
 
 describe('resolving --runtime-config', () => {
   test('the most specific key wins: levels, then versions, then resources', () => {
